@@ -1,0 +1,72 @@
+"""Defaults shared by every construct: encrypted TLS-only queues, log groups with retention, removal policy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from stacks.compliance import acknowledge
+from stacks.config import AppConfig
+
+
+def removal_policy(config: AppConfig) -> RemovalPolicy:
+    """RETAIN keeps data and failed messages when a stack is deleted by mistake; DESTROY suits throwaway stacks."""
+    return RemovalPolicy.DESTROY if config.removal_policy == "destroy" else RemovalPolicy.RETAIN
+
+
+def encrypted_queue(scope: Construct, construct_id: str, *, key: kms.IKey, config: AppConfig, **props: Any) -> sqs.Queue:
+    """An SQS queue encrypted with the customer-managed key, refusing plain-HTTP requests."""
+    return sqs.Queue(
+        scope,
+        construct_id,
+        encryption=sqs.QueueEncryption.KMS,
+        encryption_master_key=key,
+        # Reuse a data key for 5 minutes: fewer KMS calls, the AWS default.
+        data_key_reuse=Duration.minutes(5),
+        enforce_ssl=True,
+        removal_policy=removal_policy(config),
+        **props,
+    )
+
+
+def dead_letter_queue(scope: Construct, construct_id: str, *, key: kms.IKey, config: AppConfig) -> sqs.Queue:
+    """A terminal queue that keeps what failed for the longest time SQS allows, for inspection and redrive."""
+    queue = encrypted_queue(
+        scope, construct_id, key=key, config=config, retention_period=Duration.days(config.dlq_retention_days)
+    )
+    reason = "Terminal queue: operators inspect and redrive it with ff-ops; a further DLQ would only hide messages."
+    acknowledge(queue, "AwsSolutions-SQS3", reason)
+    acknowledge(queue, "Serverless-SQSRedrivePolicy", reason)
+    return queue
+
+
+def log_group(scope: Construct, construct_id: str, *, config: AppConfig) -> logs.LogGroup:
+    """A log group with the configured retention, so logs never pile up unbounded."""
+    return logs.LogGroup(
+        scope,
+        construct_id,
+        retention=log_retention(config),
+        removal_policy=removal_policy(config),
+    )
+
+
+_RETENTION = {
+    1: logs.RetentionDays.ONE_DAY, 3: logs.RetentionDays.THREE_DAYS, 5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK, 14: logs.RetentionDays.TWO_WEEKS, 30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS, 90: logs.RetentionDays.THREE_MONTHS, 120: logs.RetentionDays.FOUR_MONTHS,
+    150: logs.RetentionDays.FIVE_MONTHS, 180: logs.RetentionDays.SIX_MONTHS, 365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS, 545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS, 1096: logs.RetentionDays.THREE_YEARS, 1827: logs.RetentionDays.FIVE_YEARS,
+    2192: logs.RetentionDays.SIX_YEARS, 2557: logs.RetentionDays.SEVEN_YEARS, 2922: logs.RetentionDays.EIGHT_YEARS,
+    3288: logs.RetentionDays.NINE_YEARS, 3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+def log_retention(config: AppConfig) -> logs.RetentionDays:
+    """The configured retention as CDK's enum (the config validator already allows only these values)."""
+    return _RETENTION[config.log_retention_days]

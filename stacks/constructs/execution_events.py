@@ -1,0 +1,90 @@
+"""The EventBridge rule that announces the failures Catch cannot see: timeouts, aborts, unhandled errors."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from stacks.config import AppConfig
+from stacks.constructs.defaults import dead_letter_queue
+
+STATUS_CHANGE = "Step Functions Execution Status Change"
+TARGET_RETRY_ATTEMPTS = 185  # EventBridge's maximum; with the 24 h event age this rides out long outages
+TARGET_MAX_EVENT_AGE = Duration.hours(24)
+
+
+def failure_event_pattern(state_machine_arn: str, handled_error: str) -> events.EventPattern:
+    """TIMED_OUT and ABORTED executions, and FAILED ones that HandleFailure did not already announce."""
+    return events.EventPattern(
+        source=["aws.states"],
+        detail_type=[STATUS_CHANGE],
+        detail={
+            "stateMachineArn": [state_machine_arn],
+            "$or": [
+                {"status": ["TIMED_OUT", "ABORTED"]},
+                {"status": ["FAILED"], "error": [{"anything-but": [handled_error]}]},
+                {"status": ["FAILED"], "error": [None]},
+            ],
+        },
+    )
+
+
+ALERT_TEMPLATE = """Order saga execution {status}, and HandleFailure did not announce it.
+The execution's input still holds the original SQS message.
+
+Status: {status}
+Error: {error}
+Cause: {cause}
+Execution: {execution}
+Started: {started}
+Console: https://console.aws.amazon.com/states/home?region={region}#/v2/executions/details/{execution}
+
+Redrive with: ff-ops executions redrive --execution-arn {execution}"""
+
+
+class ExecutionEvents(Construct):
+    """Rule on the saga's status changes, to the alerts topic (readable text) and the failure-events queue."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: AppConfig,
+        key: kms.IKey,
+        state_machine: sfn.IStateMachine,
+        handled_error: str,
+        alerts_topic: sns.ITopic,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.failure_events_queue = dead_letter_queue(self, "FailureEventsQueue", key=key, config=config)
+        self.target_dlq = dead_letter_queue(self, "TargetDlq", key=key, config=config)
+        self.rule = events.Rule(
+            self,
+            "Rule",
+            description="Announces order saga executions that ended TIMED_OUT, ABORTED or FAILED unannounced",
+            event_pattern=failure_event_pattern(state_machine.state_machine_arn, handled_error),
+        )
+        field = events.EventField.from_path
+        message = ALERT_TEMPLATE.format(
+            status=field("$.detail.status"),
+            error=field("$.detail.error"),
+            cause=field("$.detail.cause"),
+            execution=field("$.detail.executionArn"),
+            started=field("$.detail.startDate"),
+            region=field("$.region"),
+        )
+        delivery = {
+            "dead_letter_queue": self.target_dlq,
+            "retry_attempts": TARGET_RETRY_ATTEMPTS,
+            "max_event_age": TARGET_MAX_EVENT_AGE,
+        }
+        self.rule.add_target(
+            targets.SnsTopic(alerts_topic, message=events.RuleTargetInput.from_multiline_text(message), **delivery)
+        )
+        self.rule.add_target(targets.SqsQueue(self.failure_events_queue, **delivery))
