@@ -1,0 +1,1 @@
+"""ArrangeShipping: books the shipment of the order."""

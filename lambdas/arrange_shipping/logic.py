@@ -1,0 +1,73 @@
+"""ArrangeShipping: book the shipment with the carrier that serves the destination country.
+
+Rule: a destination is served when its ISO 3166 alpha-2 country code is in SERVED_COUNTRIES (default
+JP,US,CA,GB,DE,FR,AU,NZ,SG); any other country raises ShippingUnavailable. The carrier is chosen by country
+from CARRIERS, with DEFAULT_CARRIER for a served country the table does not list.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from arrange_shipping.shipments import DynamoDBShipments, ShipmentStore
+from common import aws
+from common.errors import ShippingUnavailable
+from common.idempotency import StepKey, run_once
+from common.models import Order, order_from_context
+from common.observability import correlate, count, logger
+from common.settings import ArrangeShippingSettings
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+STEP = "ArrangeShipping"
+CARRIERS = {
+    "JP": "JapanPost",
+    "US": "UPS",
+    "CA": "UPS",
+    "GB": "RoyalMail",
+    "DE": "DHL",
+    "FR": "DHL",
+    "AU": "AusPost",
+    "NZ": "AusPost",
+    "SG": "SingPost",
+}
+DEFAULT_CARRIER = "DHL"
+
+
+def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Wire the shipment adapter from the environment and run the step."""
+    settings = ArrangeShippingSettings.from_env(os.environ)
+    shipments = DynamoDBShipments(aws.dynamodb(), settings.shipments_table)
+    return arrange_shipping(event, context, settings=settings, shipments=shipments)
+
+
+def arrange_shipping(
+    event: dict[str, Any], context: LambdaContext, *, settings: ArrangeShippingSettings, shipments: ShipmentStore
+) -> dict[str, Any]:
+    """Return the order context plus ``shipment``; raise ShippingUnavailable or InvalidOrder."""
+    order, attempt_id = order_from_context(event)
+    correlate(order_id=order.orderId, message_id=attempt_id)
+    key = StepKey(order.orderId, STEP, attempt_id)
+    shipment = run_once(
+        key,
+        lambda: _arrange(order, attempt_id, settings.served_countries, shipments),
+        settings=settings.idempotency,
+        context=context,
+    )
+    return {**event, "shipment": shipment}
+
+
+def _arrange(order: Order, attempt_id: str, served: frozenset[str], shipments: ShipmentStore) -> dict[str, Any]:
+    country = order.shippingAddress.country
+    if country not in served:
+        count("ShippingUnavailable")
+        raise ShippingUnavailable(f"order {order.orderId}: no carrier serves {country}; served: {sorted(served)}")
+    address = order.shippingAddress.model_dump()
+    shipment, created = shipments.arrange(order.orderId, attempt_id, CARRIERS.get(country, DEFAULT_CARRIER), address)
+    if created:
+        count("OrdersShipped")
+    else:
+        logger.info("order already shipped", extra={"shipmentId": shipment.shipment_id})
+    return shipment.as_output()

@@ -1,0 +1,98 @@
+"""Shipment port and its DynamoDB adapter: one shipment per order."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import ClientError
+from common.errors import TransientError, aws_errors_as_transient, error_code
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+ARRANGED = "ARRANGED"
+_SHIPMENT_NAMESPACE = uuid.UUID("9b1e4f7a-2c3d-4e5f-8a6b-7c8d9e0f1a2b")
+
+
+@dataclass(frozen=True)
+class Shipment:
+    order_id: str
+    shipment_id: str
+    attempt_id: str
+    carrier: str
+    address: dict[str, str]
+    status: str
+
+    def as_output(self) -> dict[str, Any]:
+        return {
+            "shipmentId": self.shipment_id,
+            "carrier": self.carrier,
+            "status": self.status,
+            "attemptId": self.attempt_id,
+        }
+
+
+class ShipmentStore(Protocol):
+    def arrange(self, order_id: str, attempt_id: str, carrier: str, address: dict[str, str]) -> tuple[Shipment, bool]:
+        """Record the shipment once per order; returns it and whether this call created it."""
+        ...
+
+
+class DynamoDBShipments:
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self._client = client
+        self._table = table
+
+    def arrange(self, order_id: str, attempt_id: str, carrier: str, address: dict[str, str]) -> tuple[Shipment, bool]:
+        shipment = Shipment(
+            order_id=order_id,
+            shipment_id=f"shp_{uuid.uuid5(_SHIPMENT_NAMESPACE, f'{order_id}/{attempt_id}').hex}",
+            attempt_id=attempt_id,
+            carrier=carrier,
+            address=address,
+            status=ARRANGED,
+        )
+        try:
+            with aws_errors_as_transient("recording the shipment"):
+                self._client.put_item(
+                    TableName=self._table,
+                    Item={
+                        "orderId": {"S": order_id},
+                        "shipmentId": {"S": shipment.shipment_id},
+                        "attemptId": {"S": attempt_id},
+                        "carrier": {"S": carrier},
+                        "address": {"M": {field: {"S": value} for field, value in address.items()}},
+                        "status": {"S": ARRANGED},
+                        "arrangedAt": {"N": str(int(time.time()))},
+                    },
+                    # Nothing cancels a shipment, so an order is shipped at most once, whichever attempt gets here.
+                    ConditionExpression="attribute_not_exists(orderId)",
+                )
+        except ClientError as error:
+            if error_code(error) != "ConditionalCheckFailedException":
+                raise
+            existing = self.find(order_id)
+            if existing is None:
+                raise TransientError(f"shipment of order {order_id} vanished while arranging; retry") from error
+            return existing, False
+        return shipment, True
+
+    def find(self, order_id: str) -> Shipment | None:
+        with aws_errors_as_transient("reading the shipment"):
+            response = self._client.get_item(
+                TableName=self._table, Key={"orderId": {"S": order_id}}, ConsistentRead=True
+            )
+        item = response.get("Item")
+        if item is None:
+            return None
+        return Shipment(
+            order_id=order_id,
+            shipment_id=item["shipmentId"]["S"],
+            attempt_id=item["attemptId"]["S"],
+            carrier=item["carrier"]["S"],
+            address={field: value["S"] for field, value in item["address"]["M"].items()},
+            status=item["status"]["S"],
+        )

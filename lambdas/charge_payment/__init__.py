@@ -1,0 +1,1 @@
+"""ChargePayment: charges the order through the payment provider port."""

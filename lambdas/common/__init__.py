@@ -1,0 +1,1 @@
+"""Code shared by the order saga's Lambda functions: errors, order model, observability, AWS access."""

@@ -1,0 +1,27 @@
+"""boto3 clients created on first use and reused for the life of the execution environment."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+# The state machine owns retries (with backoff and a budget per step): botocore retrying on its own as
+# well would multiply attempts and hide throttling from the TransientError metric, so keep it short.
+_CONFIG = Config(retries={"mode": "standard", "max_attempts": 2}, connect_timeout=2, read_timeout=5)
+
+
+@cache
+def dynamodb() -> DynamoDBClient:
+    """The DynamoDB low-level client (the resource layer costs extra cold-start time for little here)."""
+    return boto3.client("dynamodb", config=_CONFIG)
+
+
+def reset() -> None:
+    """Forget cached clients (tests switch emulated accounts between cases)."""
+    dynamodb.cache_clear()

@@ -1,0 +1,121 @@
+"""Typed saga errors: each class name is the error name the state machine matches; nothing matches on text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from botocore.exceptions import ClientError, ConnectionError, HTTPClientError, ReadTimeoutError
+
+
+class SagaError(Exception):
+    """Base class; Lambda reports ``type(exc).__name__`` as errorType, which is what the ASL matches."""
+
+
+class InvalidOrder(SagaError):
+    """The order message cannot be processed as sent; retrying cannot help."""
+
+
+class OutOfStock(SagaError):
+    """An item of the order lacks stock; the message names the sku."""
+
+    def __init__(self, sku: str, requested: int) -> None:
+        super().__init__(f"sku {sku!r} has fewer than {requested} units available")
+        self.sku = sku
+        self.requested = requested
+
+
+class PaymentDeclined(SagaError):
+    """The payment provider refused the charge by one of the documented decline rules."""
+
+
+class ShippingUnavailable(SagaError):
+    """No carrier serves the destination."""
+
+
+class DuplicateDelivery(SagaError):
+    """Another execution already claimed this SQS messageId; the ASL ends this execution quietly."""
+
+
+class TransientError(SagaError):
+    """A throttle, 5xx, timeout or connection failure: the ASL retries it with backoff."""
+
+
+class CompensationFailed(SagaError):
+    """An undo step hit a non-transient failure; after retries the ASL asks for manual repair."""
+
+
+# Error codes DynamoDB (and AWS generally) uses for "try again later". ConditionalCheckFailed,
+# ValidationException, AccessDenied and the like are deliberately absent: retrying them cannot succeed.
+TRANSIENT_ERROR_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "Throttling",
+        "ThrottledException",
+        "RequestThrottled",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "LimitExceededException",
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "InternalServerError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "RequestTimeout",
+        "RequestTimeoutException",
+    }
+)
+
+
+# Per-item reasons inside a TransactionCanceledException that a retry can clear.
+TRANSIENT_CANCELLATION_CODES = frozenset({"TransactionConflict", "ProvisionedThroughputExceeded", "ThrottlingError"})
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether an exception raised by boto3/botocore is worth retrying. The single place that decides."""
+    if isinstance(error, ClientError):
+        code = error_code(error)
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        if code == "TransactionCanceledException":
+            reasons = {reason.get("Code", "None") for reason in cancellation_reasons(error)}
+            # A failed condition decides the outcome (out of stock, already done); only pure contention retries.
+            return bool(reasons & TRANSIENT_CANCELLATION_CODES) and "ConditionalCheckFailed" not in reasons
+        return code in TRANSIENT_ERROR_CODES or status >= 500
+    # ConnectionError covers EndpointConnectionError and ConnectTimeoutError; ReadTimeoutError is a
+    # timeout after the request left; HTTPClientError covers the remaining urllib3-level failures.
+    return isinstance(error, ConnectionError | ReadTimeoutError | HTTPClientError)
+
+
+def transient_from(error: BaseException, action: str) -> TransientError:
+    """A TransientError describing ``action`` that keeps the AWS error as its cause."""
+    code = error.response.get("Error", {}).get("Code", "") if isinstance(error, ClientError) else ""
+    detail = code or type(error).__name__
+    transient = TransientError(f"{action} failed transiently ({detail}); safe to retry")
+    transient.__cause__ = error
+    return transient
+
+
+@contextmanager
+def aws_errors_as_transient(action: str) -> Iterator[None]:
+    """Re-raise transient AWS failures inside the block as TransientError; everything else unchanged."""
+    try:
+        yield
+    except (ClientError, ConnectionError, ReadTimeoutError, HTTPClientError) as error:
+        if is_transient(error):
+            raise transient_from(error, action) from error
+        raise
+
+
+def error_code(error: ClientError) -> str:
+    """The AWS error code of a ClientError ('' when absent)."""
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def cancellation_reasons(error: ClientError) -> list[dict[str, Any]]:
+    """The per-action reasons of a TransactionCanceledException, in the order of the transaction's actions."""
+    response: dict[str, Any] = dict(error.response)
+    reasons = response.get("CancellationReasons", [])
+    return [dict(reason) for reason in reasons if isinstance(reason, dict)] if isinstance(reasons, list) else []

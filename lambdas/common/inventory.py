@@ -1,0 +1,164 @@
+"""Inventory port and its DynamoDB adapter: stock per sku and what each order reserved."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import ClientError
+from common.errors import OutOfStock, TransientError, aws_errors_as_transient, cancellation_reasons, error_code
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
+
+RESERVED = "RESERVED"
+RELEASED = "RELEASED"
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """What one order holds: the lines it took from stock, and the saga attempt that took them."""
+
+    order_id: str
+    attempt_id: str
+    status: str
+    items: tuple[tuple[str, int], ...]
+
+    def as_output(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "attemptId": self.attempt_id,
+            "items": [{"sku": sku, "quantity": quantity} for sku, quantity in self.items],
+        }
+
+
+class InventoryStore(Protocol):
+    def reserve(self, order_id: str, attempt_id: str, items: Sequence[tuple[str, int]]) -> tuple[Reservation, bool]:
+        """Take every line from stock at once; returns the reservation and whether this call created it."""
+        ...
+
+    def find_reservation(self, order_id: str) -> Reservation | None: ...
+
+    def release(self, reservation: Reservation) -> bool:
+        """Give a RESERVED reservation's lines back, once; False when it was no longer RESERVED."""
+        ...
+
+
+class DynamoDBInventory:
+    """Stock in the inventory table (``available`` per ``sku``), reservations keyed by ``orderId``."""
+
+    def __init__(self, client: DynamoDBClient, inventory_table: str, reservations_table: str) -> None:
+        self._client = client
+        self._inventory = inventory_table
+        self._reservations = reservations_table
+
+    def reserve(self, order_id: str, attempt_id: str, items: Sequence[tuple[str, int]]) -> tuple[Reservation, bool]:
+        takes: list[TransactWriteItemTypeDef] = [
+            {
+                "Update": {
+                    "TableName": self._inventory,
+                    "Key": {"sku": {"S": sku}},
+                    "UpdateExpression": "SET available = available - :q",
+                    # Also false for an unknown sku: an item we do not stock is out of stock.
+                    "ConditionExpression": "available >= :q",
+                    "ExpressionAttributeValues": {":q": {"N": str(quantity)}},
+                }
+            }
+            for sku, quantity in items
+        ]
+        record: TransactWriteItemTypeDef = {
+            "Put": {
+                "TableName": self._reservations,
+                "Item": {
+                    "orderId": {"S": order_id},
+                    "attemptId": {"S": attempt_id},
+                    "status": {"S": RESERVED},
+                    "items": {"L": [_line(sku, quantity) for sku, quantity in items]},
+                    "reservedAt": {"N": str(int(time.time()))},
+                },
+                # A RELEASED reservation may be taken again by a later attempt (operator redrive); a RESERVED
+                # one means this order already holds stock, from a retry of this attempt or an earlier one.
+                "ConditionExpression": "attribute_not_exists(orderId) OR #status = :released",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {":released": {"S": RELEASED}},
+            }
+        }
+        try:
+            with aws_errors_as_transient("reserving stock"):
+                self._client.transact_write_items(TransactItems=[*takes, record])
+        except ClientError as error:
+            return self._explain_cancellation(error, order_id, items), False
+        return Reservation(order_id, attempt_id, RESERVED, tuple(items)), True
+
+    def _explain_cancellation(self, error: ClientError, order_id: str, items: Sequence[tuple[str, int]]) -> Reservation:
+        if error_code(error) != "TransactionCanceledException":
+            raise error
+        codes = [reason.get("Code", "None") for reason in cancellation_reasons(error)]
+        # The reservation record is the last action: if it already exists, nothing more may be taken from stock.
+        if len(codes) == len(items) + 1 and codes[-1] == "ConditionalCheckFailed":
+            existing = self.find_reservation(order_id)
+            if existing is not None and existing.status == RESERVED:
+                return existing
+            raise TransientError(f"reservation of order {order_id} changed while reserving; retry") from error
+        for (sku, quantity), code in zip(items, codes, strict=False):
+            if code == "ConditionalCheckFailed":
+                raise OutOfStock(sku, quantity) from None
+        raise error
+
+    def find_reservation(self, order_id: str) -> Reservation | None:
+        with aws_errors_as_transient("reading the reservation"):
+            response = self._client.get_item(
+                TableName=self._reservations, Key={"orderId": {"S": order_id}}, ConsistentRead=True
+            )
+        item = response.get("Item")
+        if item is None:
+            return None
+        lines = tuple(
+            (line["M"]["sku"]["S"], int(line["M"]["quantity"]["N"])) for line in item.get("items", {}).get("L", [])
+        )
+        return Reservation(order_id, item["attemptId"]["S"], item["status"]["S"], lines)
+
+    def release(self, reservation: Reservation) -> bool:
+        mark: TransactWriteItemTypeDef = {
+            "Update": {
+                "TableName": self._reservations,
+                "Key": {"orderId": {"S": reservation.order_id}},
+                "UpdateExpression": "SET #status = :released, releasedAt = :now",
+                # Only the attempt that took the stock gives it back, and only once.
+                "ConditionExpression": "#status = :reserved AND attemptId = :attempt",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {
+                    ":released": {"S": RELEASED},
+                    ":reserved": {"S": RESERVED},
+                    ":attempt": {"S": reservation.attempt_id},
+                    ":now": {"N": str(int(time.time()))},
+                },
+            }
+        }
+        returns: list[TransactWriteItemTypeDef] = [
+            {
+                "Update": {
+                    "TableName": self._inventory,
+                    "Key": {"sku": {"S": sku}},
+                    "UpdateExpression": "ADD available :q",
+                    "ExpressionAttributeValues": {":q": {"N": str(quantity)}},
+                }
+            }
+            for sku, quantity in reservation.items
+        ]
+        try:
+            with aws_errors_as_transient("releasing stock"):
+                self._client.transact_write_items(TransactItems=[mark, *returns])
+        except ClientError as error:
+            codes = [reason.get("Code") for reason in cancellation_reasons(error)]
+            if error_code(error) == "TransactionCanceledException" and codes[:1] == ["ConditionalCheckFailed"]:
+                return False  # released meanwhile by a concurrent compensation
+            raise
+        return True
+
+
+def _line(sku: str, quantity: int) -> AttributeValueTypeDef:
+    return {"M": {"sku": {"S": sku}, "quantity": {"N": str(quantity)}}}

@@ -1,0 +1,124 @@
+"""Typed runtime settings, one model per function, parsed from the environment the CDK app sets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+MIN_IDEMPOTENCY_EXPIRY_SECONDS = 14 * 24 * 3600  # the DLQ retention and redrive window
+DEFAULT_IDEMPOTENCY_EXPIRY_SECONDS = 15 * 24 * 3600
+DEFAULT_SERVED_COUNTRIES = "JP,US,CA,GB,DE,FR,AU,NZ,SG"
+
+
+class ConfigurationError(Exception):
+    """The function is deployed with missing or wrong environment variables: a deployment bug."""
+
+
+def _required(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise ConfigurationError(f"environment variable {name} is required")
+    return value
+
+
+@dataclass(frozen=True)
+class IdempotencySettings:
+    table_name: str
+    expiry_seconds: int
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> IdempotencySettings:
+        raw = env.get("IDEMPOTENCY_EXPIRY_SECONDS", str(DEFAULT_IDEMPOTENCY_EXPIRY_SECONDS))
+        try:
+            expiry = int(raw)
+        except ValueError:
+            raise ConfigurationError(f"IDEMPOTENCY_EXPIRY_SECONDS must be an integer, got {raw!r}") from None
+        # A shorter expiry would let a message redriven from the DLQ within its retention run a step again.
+        if expiry < MIN_IDEMPOTENCY_EXPIRY_SECONDS:
+            raise ConfigurationError(f"IDEMPOTENCY_EXPIRY_SECONDS must be >= {MIN_IDEMPOTENCY_EXPIRY_SECONDS}")
+        return cls(table_name=_required(env, "IDEMPOTENCY_TABLE_NAME"), expiry_seconds=expiry)
+
+
+@dataclass(frozen=True)
+class ReserveInventorySettings:
+    inventory_table: str
+    reservations_table: str
+    deliveries_table: str
+    idempotency: IdempotencySettings
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ReserveInventorySettings:
+        return cls(
+            inventory_table=_required(env, "INVENTORY_TABLE_NAME"),
+            reservations_table=_required(env, "RESERVATIONS_TABLE_NAME"),
+            deliveries_table=_required(env, "DELIVERIES_TABLE_NAME"),
+            idempotency=IdempotencySettings.from_env(env),
+        )
+
+
+@dataclass(frozen=True)
+class ChargePaymentSettings:
+    payments_table: str
+    default_credit_limit: Decimal
+    idempotency: IdempotencySettings
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ChargePaymentSettings:
+        raw = env.get("DEFAULT_CREDIT_LIMIT", "5000")
+        try:
+            limit = Decimal(raw)
+        except InvalidOperation:
+            raise ConfigurationError(f"DEFAULT_CREDIT_LIMIT must be a decimal number, got {raw!r}") from None
+        if not limit.is_finite() or limit < 0:
+            raise ConfigurationError(f"DEFAULT_CREDIT_LIMIT must be a finite number >= 0, got {raw!r}")
+        return cls(
+            payments_table=_required(env, "PAYMENTS_TABLE_NAME"),
+            default_credit_limit=limit,
+            idempotency=IdempotencySettings.from_env(env),
+        )
+
+
+@dataclass(frozen=True)
+class ArrangeShippingSettings:
+    shipments_table: str
+    served_countries: frozenset[str]
+    idempotency: IdempotencySettings
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ArrangeShippingSettings:
+        raw = env.get("SERVED_COUNTRIES", DEFAULT_SERVED_COUNTRIES)
+        countries = frozenset(code.strip().upper() for code in raw.split(",") if code.strip())
+        bad = sorted(code for code in countries if len(code) != 2 or not code.isalpha() or not code.isascii())
+        if bad or not countries:
+            raise ConfigurationError(f"SERVED_COUNTRIES must be ISO 3166 alpha-2 codes, got {raw!r}")
+        return cls(
+            shipments_table=_required(env, "SHIPMENTS_TABLE_NAME"),
+            served_countries=countries,
+            idempotency=IdempotencySettings.from_env(env),
+        )
+
+
+@dataclass(frozen=True)
+class RefundPaymentSettings:
+    payments_table: str
+    idempotency: IdempotencySettings
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> RefundPaymentSettings:
+        return cls(payments_table=_required(env, "PAYMENTS_TABLE_NAME"), idempotency=IdempotencySettings.from_env(env))
+
+
+@dataclass(frozen=True)
+class ReleaseInventorySettings:
+    inventory_table: str
+    reservations_table: str
+    idempotency: IdempotencySettings
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ReleaseInventorySettings:
+        return cls(
+            inventory_table=_required(env, "INVENTORY_TABLE_NAME"),
+            reservations_table=_required(env, "RESERVATIONS_TABLE_NAME"),
+            idempotency=IdempotencySettings.from_env(env),
+        )

@@ -1,0 +1,1 @@
+"""RefundPayment: compensation that refunds the charge of a failed saga attempt."""

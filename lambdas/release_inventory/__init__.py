@@ -1,0 +1,1 @@
+"""ReleaseInventory: compensation that returns the stock a failed saga attempt reserved."""

@@ -1,0 +1,1 @@
+"""ReserveInventory: the first task of the order saga."""
