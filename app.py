@@ -11,9 +11,9 @@ from stacks.fire_and_forget_stack import FireAndForgetStack
 STACK_NAME = "FireAndForget"
 
 
-def build_app(context: dict[str, object] | None = None) -> cdk.App:
+def build_app(context: dict[str, object] | None = None, outdir: str | None = None) -> cdk.App:
     """The whole app; tests call it with cdk.json's context so the template equals `cdk synth`."""
-    app = cdk.App(context=context) if context is not None else cdk.App()
+    app = cdk.App(context=context, outdir=outdir) if context is not None else cdk.App(outdir=outdir)
     config = AppConfig.from_context(app.node.get_all_context())
     FireAndForgetStack(
         app,

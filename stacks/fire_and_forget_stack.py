@@ -25,7 +25,7 @@ class FireAndForgetStack(Stack):
         key = MessagingKey(self, "MessagingKey", config=config).key
         source = SourceQueue(self, "SourceQueue", key=key, config=config)
         failure = FailureHandling(self, "FailureHandling", key=key, config=config)
-        tasks = SagaTasks(self, "SagaTasks", config=config)
+        tasks = SagaTasks(self, "SagaTasks", config=config, key=key)
         saga = OrderSaga(
             self,
             "OrderSaga",

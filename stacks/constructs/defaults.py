@@ -19,7 +19,9 @@ def removal_policy(config: AppConfig) -> RemovalPolicy:
     return RemovalPolicy.DESTROY if config.removal_policy == "destroy" else RemovalPolicy.RETAIN
 
 
-def encrypted_queue(scope: Construct, construct_id: str, *, key: kms.IKey, config: AppConfig, **props: Any) -> sqs.Queue:
+def encrypted_queue(
+    scope: Construct, construct_id: str, *, key: kms.IKey, config: AppConfig, **props: Any
+) -> sqs.Queue:
     """An SQS queue encrypted with the customer-managed key, refusing plain-HTTP requests."""
     return sqs.Queue(
         scope,

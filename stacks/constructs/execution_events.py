@@ -79,12 +79,20 @@ class ExecutionEvents(Construct):
             started=field("$.detail.startDate"),
             region=field("$.region"),
         )
-        delivery = {
-            "dead_letter_queue": self.target_dlq,
-            "retry_attempts": TARGET_RETRY_ATTEMPTS,
-            "max_event_age": TARGET_MAX_EVENT_AGE,
-        }
         self.rule.add_target(
-            targets.SnsTopic(alerts_topic, message=events.RuleTargetInput.from_multiline_text(message), **delivery)
+            targets.SnsTopic(
+                alerts_topic,
+                message=events.RuleTargetInput.from_multiline_text(message),
+                dead_letter_queue=self.target_dlq,
+                retry_attempts=TARGET_RETRY_ATTEMPTS,
+                max_event_age=TARGET_MAX_EVENT_AGE,
+            )
         )
-        self.rule.add_target(targets.SqsQueue(self.failure_events_queue, **delivery))
+        self.rule.add_target(
+            targets.SqsQueue(
+                self.failure_events_queue,
+                dead_letter_queue=self.target_dlq,
+                retry_attempts=TARGET_RETRY_ATTEMPTS,
+                max_event_age=TARGET_MAX_EVENT_AGE,
+            )
+        )

@@ -1,4 +1,4 @@
-"""The customer-managed KMS key that encrypts every queue and the alerts topic."""
+"""The customer-managed KMS key that encrypts every queue, the alerts topic and the tables."""
 
 from __future__ import annotations
 
@@ -10,20 +10,21 @@ from constructs import Construct
 from stacks.config import AppConfig
 from stacks.constructs.defaults import removal_policy
 
-# Services that deliver into our encrypted topic and queues on their own behalf. With the AWS-managed
-# SNS/SQS keys their deliveries are silently dropped, because those keys' policies cannot be changed.
-DELIVERING_SERVICES = ("events.amazonaws.com", "cloudwatch.amazonaws.com")
+# CloudWatch alarm actions publish to the encrypted alerts topic on their own behalf. With the AWS-managed SNS
+# key their deliveries are silently dropped, because that key's policy cannot be changed. (The EventBridge rule's
+# targets add their own statements for events.amazonaws.com when they are bound to this key's topic and queues.)
+DELIVERING_SERVICES = ("cloudwatch.amazonaws.com",)
 
 
 class MessagingKey(Construct):
-    """A rotating customer-managed key whose policy lets EventBridge and CloudWatch alarms publish with it."""
+    """A rotating customer-managed key whose policy lets EventBridge and CloudWatch alarms deliver with it."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig) -> None:
         super().__init__(scope, construct_id)
         self.key = kms.Key(
             self,
             "Key",
-            description="Encrypts the fire-and-forget queues and alerts topic",
+            description="Encrypts the fire-and-forget queues, alerts topic and tables",
             enable_key_rotation=True,
             removal_policy=removal_policy(config),
         )

@@ -55,8 +55,9 @@ class OrderPipe(Construct):
         check_invocation_type(workflow_type, invocation_type)
         self.log_group = log_group(self, "Logs", config=config)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("pipes.amazonaws.com"))
-        # Read and delete on the source queue only (consume_messages also grants kms:Decrypt on its key).
-        source_queue.grant_consume_messages(self.role)
+        # Exactly what the Pipes SQS poller uses: grant_consume_messages would add ChangeMessageVisibility
+        # and GetQueueUrl, which the pipe never calls.
+        source_queue.grant(self.role, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
         source_key.grant_decrypt(self.role)
         state_machine.grant_start_execution(self.role)
         self.log_group.grant_write(self.role)

@@ -8,6 +8,7 @@ from pathlib import Path
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
@@ -57,9 +58,11 @@ TABLES: dict[str, tuple[str, str | None]] = {
 class SagaTasks(Construct):
     """Tables (`.tables`) and functions (`.functions`, keyed by the state name that invokes them)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, key: kms.IKey) -> None:
         super().__init__(scope, construct_id)
-        self.tables = {name: self._table(name, pk, ttl, config) for name, (pk, ttl) in TABLES.items()}
+        # Orders carry addresses and payment tokens: encrypt at rest with the customer-managed key, so access
+        # to the data also needs kms:Decrypt, which the grants below give each function for its tables only.
+        self.tables = {name: self._table(name, pk, ttl, config, key) for name, (pk, ttl) in TABLES.items()}
         layer = lambda_.LayerVersion.from_layer_version_arn(
             self,
             "PowertoolsLayer",
@@ -68,12 +71,16 @@ class SagaTasks(Construct):
         code = lambda_.Code.from_asset(str(LAMBDAS_DIR), exclude=["**/__pycache__", "**/*.pyc"])
         self.functions = {spec.construct_id: self._function(spec, code, layer, config) for spec in TASKS}
 
-    def _table(self, name: str, partition_key: str, ttl: str | None, config: AppConfig) -> dynamodb.Table:
+    def _table(
+        self, name: str, partition_key: str, ttl: str | None, config: AppConfig, key: kms.IKey
+    ) -> dynamodb.Table:
         return dynamodb.Table(
             self,
             f"{name}Table",
             partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            encryption_key=key,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
@@ -127,6 +134,12 @@ class SagaTasks(Construct):
             function, "AwsSolutions-IAM5[Resource::*]",
             "Only xray:PutTraceSegments and xray:PutTelemetryRecords, which support no resource-level scoping.",
         )
+        for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+            acknowledge(
+                role, f"AwsSolutions-IAM5[Action::{action}]",
+                "Added by the DynamoDB L2 grant for tables encrypted with the customer-managed key; "
+                "the statement is scoped to that one key.",
+            )
         for table in spec.tables:
             self.tables[table].grant_read_write_data(function)
         self.tables["Idempotency"].grant_read_write_data(function)

@@ -1,0 +1,39 @@
+"""Session fixtures: one synthesized app for the whole run, and fake AWS credentials for moto."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cdk import load_template, synthesize
+
+# Set before any boto3 client exists, so nothing can reach a real account.
+os.environ.update(
+    AWS_ACCESS_KEY_ID="testing",
+    AWS_SECRET_ACCESS_KEY="testing",  # noqa: S105 - moto's fake credentials
+    AWS_SESSION_TOKEN="testing",
+    AWS_DEFAULT_REGION="us-east-1",
+    AWS_REGION="us-east-1",
+)
+os.environ.pop("AWS_PROFILE", None)
+
+
+@pytest.fixture(scope="session")
+def cloud_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cloud assembly (template plus Lambda assets), synthesized once per test session."""
+    return synthesize(tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def template(cloud_assembly: Path) -> dict[str, Any]:
+    """The synthesized CloudFormation template as a dict."""
+    return load_template(cloud_assembly)
+
+
+@pytest.fixture(scope="session")
+def resources(template: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield template["Resources"]

@@ -1,0 +1,67 @@
+"""The EventBridge rule: what it matches (evaluated with moto's faithful pattern matcher), where it delivers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from moto.events.models import EventPattern
+
+from tests.support.template import one, ref_or_att
+
+EVENTS = Path(__file__).resolve().parents[1] / "events" / "status_change"
+OUR_MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:OrderSaga"
+
+
+@pytest.fixture(scope="module")
+def rule(template: dict[str, Any]) -> dict[str, Any]:
+    props: dict[str, Any] = one(template, "AWS::Events::Rule", "ExecutionEventsRule")[1]["Properties"]
+    return props
+
+
+@pytest.fixture(scope="module")
+def pattern(template: dict[str, Any], rule: dict[str, Any]) -> EventPattern:
+    """The rule's own pattern, with the state machine reference resolved to the sample events' ARN."""
+    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine", "OrderSaga")
+    raw = rule["EventPattern"]
+    assert raw["detail"]["stateMachineArn"] == [{"Ref": machine_id}]
+    resolved = json.loads(json.dumps(raw).replace(json.dumps({"Ref": machine_id}), json.dumps(OUR_MACHINE)))
+    return EventPattern.load(json.dumps(resolved))
+
+
+@pytest.mark.parametrize(
+    ("sample", "announced"),
+    [
+        ("failed_unhandled", True),
+        ("failed_not_recorded", True),
+        ("timed_out", True),
+        ("aborted", True),
+        ("failed_handled", False),  # HandleFailure already announced it: exactly once
+        ("succeeded", False),
+        ("running", False),
+        ("failed_other_state_machine", False),
+    ],
+)
+def test_rule_announces_exactly_what_handle_failure_did_not(pattern: EventPattern, sample: str,
+                                                             announced: bool) -> None:
+    event = json.loads((EVENTS / f"{sample}.json").read_text(encoding="utf-8"))
+    assert pattern.matches_event(event) is announced
+
+
+def test_rule_sends_readable_alerts_and_keeps_every_event(template: dict[str, Any], rule: dict[str, Any]) -> None:
+    topic_id, _ = one(template, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")
+    queue_id, _ = one(template, "AWS::SQS::Queue", "ExecutionEventsFailureEventsQueue")
+    dlq_id, _ = one(template, "AWS::SQS::Queue", "ExecutionEventsTargetDlq")
+    targets = {ref_or_att(t["Arn"]): t for t in rule["Targets"]}
+    assert set(targets) == {topic_id, queue_id}
+    for target in targets.values():
+        assert ref_or_att(target["DeadLetterConfig"]["Arn"]) == dlq_id
+        assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 86400, "MaximumRetryAttempts": 185}
+    transformer = targets[topic_id]["InputTransformer"]
+    assert set(transformer["InputPathsMap"].values()) >= {
+        "$.detail.status", "$.detail.error", "$.detail.cause", "$.detail.executionArn", "$.region",
+    }
+    assert "console.aws.amazon.com/states/home" in transformer["InputTemplate"]
+    assert "InputTransformer" not in targets[queue_id]  # the queue keeps the whole event for later processing

@@ -1,0 +1,18 @@
+"""A tripwire on the whole template: any change must be reviewed and accepted with `make snapshot-update`."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+
+ASSET_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+def test_template_matches_the_reviewed_snapshot(template: dict[str, Any], snapshot: SnapshotAssertion) -> None:
+    # Asset hashes change with every handler edit; the handlers have tests of their own.
+    masked = json.loads(ASSET_HASH.sub("<asset-hash>", json.dumps(template)))
+    assert masked == snapshot(extension_class=JSONSnapshotExtension)

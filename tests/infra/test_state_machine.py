@@ -1,0 +1,167 @@
+"""The order saga: resource settings, and the ASL's retries, catches, compensation order and HandleFailure."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from stacks.config import AppConfig, RetryConfig
+from stacks.constructs.order_saga import ASL_FILE, render_definition
+from tests.support.template import one, ref_or_att
+
+BUSINESS_ERRORS = {"InvalidOrder", "OutOfStock", "PaymentDeclined", "ShippingUnavailable", "DuplicateDelivery"}
+LAMBDA_TRANSIENT = {
+    "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException", "TransientError",
+}
+STEPS = ("ReserveInventory", "ChargePayment", "ArrangeShipping")
+COMPENSATIONS = ("RefundPayment", "ReleaseInventory")
+
+
+@pytest.fixture(scope="module")
+def machine(template: dict[str, Any]) -> dict[str, Any]:
+    props: dict[str, Any] = one(template, "AWS::StepFunctions::StateMachine", "OrderSaga")[1]["Properties"]
+    return props
+
+
+@pytest.fixture(scope="module")
+def states(machine: dict[str, Any]) -> dict[str, Any]:
+    # The definition is plain JSON with ${Placeholders}; CloudFormation fills them from DefinitionSubstitutions.
+    definition = json.loads(machine["DefinitionString"])
+    found: dict[str, Any] = definition["States"]
+    return found
+
+
+def test_standard_with_full_logging_without_execution_data_and_tracing(template: dict[str, Any],
+                                                                        machine: dict[str, Any]) -> None:
+    assert machine["StateMachineType"] == "STANDARD"
+    logging = machine["LoggingConfiguration"]
+    assert logging["Level"] == "ALL"
+    assert logging["IncludeExecutionData"] is False
+    log_group_id = ref_or_att(logging["Destinations"][0]["CloudWatchLogsLogGroup"]["LogGroupArn"])
+    assert log_group_id is not None
+    assert template["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
+    assert machine["TracingConfiguration"] == {"Enabled": True}
+
+
+def test_every_placeholder_in_the_asl_file_has_a_substitution(machine: dict[str, Any]) -> None:
+    placeholders = set(re.findall(r"\$\{(\w+)\}", ASL_FILE.read_text(encoding="utf-8")))
+    assert placeholders == set(machine["DefinitionSubstitutions"])
+    assert len(placeholders) == 9
+
+
+def test_the_execution_and_every_task_have_a_timeout(states: dict[str, Any], machine: dict[str, Any]) -> None:
+    definition = json.loads(ASL_FILE.read_text(encoding="utf-8"))
+    assert definition["TimeoutSeconds"] > 0
+    tasks = {name: state for name, state in states.items() if state["Type"] == "Task"}
+    assert set(tasks) == {*STEPS, *COMPENSATIONS, "HandleFailure", "NotifyFailure"}
+    for name, state in tasks.items():
+        assert 0 < state["TimeoutSeconds"] <= 30, name
+
+
+def test_happy_path_is_exactly_the_three_business_steps(states: dict[str, Any]) -> None:
+    path, name = [], "ReserveInventory"
+    while True:
+        path.append(name)
+        if states[name].get("End"):
+            break
+        name = states[name]["Next"]
+    assert path == list(STEPS)
+    # No Pass state to unpack the pipe's batch: the first Task reads the record from the execution input.
+    assert states["ReserveInventory"]["Parameters"]["Payload"]["record.$"] == "$$.Execution.Input[0]"
+
+
+@pytest.mark.parametrize("name", [*STEPS, *COMPENSATIONS])
+def test_lambda_tasks_retry_only_transient_errors_with_capped_full_jitter(states: dict[str, Any], name: str) -> None:
+    (retrier,) = states[name]["Retry"]
+    assert set(retrier["ErrorEquals"]) >= LAMBDA_TRANSIENT
+    assert not BUSINESS_ERRORS & set(retrier["ErrorEquals"])
+    assert "States.ALL" not in retrier["ErrorEquals"] and "States.TaskFailed" not in retrier["ErrorEquals"]
+    assert retrier["BackoffRate"] > 1
+    assert retrier["JitterStrategy"] == "FULL"
+    assert retrier["MaxDelaySeconds"] >= retrier["IntervalSeconds"]
+
+
+def test_compensations_retry_harder_than_steps(states: dict[str, Any]) -> None:
+    for compensation in COMPENSATIONS:
+        assert states[compensation]["Retry"][0]["MaxAttempts"] > states["ChargePayment"]["Retry"][0]["MaxAttempts"]
+
+
+@pytest.mark.parametrize(
+    ("step", "first_compensation"),
+    [
+        ("ReserveInventory", "ReleaseInventory"),
+        ("ChargePayment", "RefundPayment"),
+        ("ArrangeShipping", "RefundPayment"),
+    ],
+)
+def test_a_failed_step_runs_the_compensations_in_reverse_then_handle_failure(
+    states: dict[str, Any], step: str, first_compensation: str
+) -> None:
+    catch_all = states[step]["Catch"][-1]
+    assert catch_all["ErrorEquals"] == ["States.ALL"]
+    marker = states[catch_all["Next"]]
+    assert marker["Type"] == "Pass" and marker["Parameters"]["failure"]["state"] == step
+    chain, name = [], marker["Next"]
+    while name != "HandleFailure":
+        chain.append(name)
+        name = states[name]["Next"]
+    expected = ["RefundPayment", "ReleaseInventory"] if first_compensation == "RefundPayment" else ["ReleaseInventory"]
+    assert chain == expected
+
+
+def test_rejected_orders_skip_compensation(states: dict[str, Any]) -> None:
+    rejected = next(c for c in states["ReserveInventory"]["Catch"] if "InvalidOrder" in c["ErrorEquals"])
+    assert set(rejected["ErrorEquals"]) == {"InvalidOrder", "OutOfStock"}
+    assert states[rejected["Next"]]["Next"] == "HandleFailure"
+    assert states[rejected["Next"]]["Parameters"]["compensation"] == {"required": False}
+
+
+def test_duplicate_delivery_ends_quietly(states: dict[str, Any]) -> None:
+    duplicate = states["ReserveInventory"]["Catch"][0]
+    assert duplicate["ErrorEquals"] == ["DuplicateDelivery"]
+    assert states[duplicate["Next"]]["Type"] == "Succeed"
+
+
+@pytest.mark.parametrize("compensation", COMPENSATIONS)
+def test_a_failing_compensation_marks_manual_repair(states: dict[str, Any], compensation: str) -> None:
+    (catch,) = states[compensation]["Catch"]
+    assert catch["ErrorEquals"] == ["States.ALL"]
+    marker = states[catch["Next"]]
+    assert marker["Parameters"]["manualRepair"] is True
+    assert marker["Next"] == "HandleFailure"
+
+
+def test_handle_failure_saves_then_announces_then_fails(states: dict[str, Any], machine: dict[str, Any]) -> None:
+    handle = states["HandleFailure"]
+    assert handle["Resource"] == "arn:aws:states:::sqs:sendMessage"
+    body = handle["Parameters"]["MessageBody"]
+    assert {"record.$", "failure.$", "compensation.$", "manualRepair.$", "executionArn.$", "failedAt.$"} <= set(body)
+    assert body["record.$"] == "$$.Execution.Input[0]"  # the raw SQS record: messageId and body
+    assert handle["Retry"][0]["MaxAttempts"] >= 3
+    notify = states[handle["Next"]]
+    assert notify["Resource"] == "arn:aws:states:::sns:publish"
+    assert notify["Retry"][0]["MaxAttempts"] >= 3
+    end = states[notify["Next"]]
+    assert end == {**end, "Type": "Fail", "Error": "OrderFailed"}
+    subs = machine["DefinitionSubstitutions"]
+    assert ref_or_att(subs["FailureDlqUrl"]) is not None and ref_or_att(subs["AlertsTopicArn"]) is not None
+
+
+def test_failures_of_handle_failure_itself_end_under_other_error_names(states: dict[str, Any]) -> None:
+    assert states[states["HandleFailure"]["Catch"][0]["Next"]]["Error"] == "FailureNotRecorded"
+    assert states[states["NotifyFailure"]["Catch"][0]["Next"]]["Error"] == "NotificationFailed"
+
+
+def test_config_sets_retry_numbers_and_timeouts() -> None:
+    config = AppConfig(retry=RetryConfig(interval_seconds=3, max_attempts=2, compensation_max_attempts=9),
+                       task_timeout_seconds=45, execution_timeout_minutes=10)
+    rendered = render_definition(config)["States"]
+    assert rendered["ChargePayment"]["Retry"][0]["MaxAttempts"] == 2
+    assert rendered["ChargePayment"]["Retry"][0]["IntervalSeconds"] == 3
+    assert rendered["RefundPayment"]["Retry"][0]["MaxAttempts"] == 9
+    assert rendered["ArrangeShipping"]["TimeoutSeconds"] == 45
+    assert render_definition(config)["TimeoutSeconds"] == 600
