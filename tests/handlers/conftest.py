@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,9 +41,9 @@ def lambda_context() -> FakeLambdaContext:
     return FakeLambdaContext()
 
 
-@pytest.fixture
-def account(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
-    """An emulated account holding every table of the template, with each function's environment set."""
+@contextmanager
+def emulated_account(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
+    """A fresh emulated account holding every table of the template, with each function's environment set."""
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         names = create_tables_from_template(template, client)
@@ -53,6 +54,15 @@ def account(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterat
         # Cached clients and idempotency stores belong to the previous emulated account.
         aws.reset()
         idempotency.reset()
-        yield Account(client, environments)
-    aws.reset()
-    idempotency.reset()
+        try:
+            yield Account(client, environments)
+        finally:
+            aws.reset()
+            idempotency.reset()
+
+
+@pytest.fixture
+def account(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
+    with emulated_account(template, monkeypatch) as emulated:
+        yield emulated
+

@@ -20,7 +20,7 @@ from reserve_inventory.handler import handler as reserve_inventory
 
 from tests.support import events
 
-MAX_ATTEMPTS = 3  # what the ASL's Retry on TransientError allows per task
+MAX_ATTEMPTS = 5  # the first try plus the ASL Retry on TransientError (MaxAttempts 4)
 
 
 @dataclass
@@ -69,7 +69,8 @@ def faults(
 ) -> Iterator[Counter[str]]:
     """Make the next ``times`` calls of a DynamoDB ``operation`` (on ``table``) fail with error ``code``.
 
-    ``after_write`` lets the call reach DynamoDB first, like a response lost after the write committed.
+    ``after_write`` lets the first faulted call reach DynamoDB, like a response lost after the write committed;
+    later faults fail before the write.
     Yields a counter of the faults raised.
     """
     client = aws.dynamodb()
@@ -79,7 +80,7 @@ def faults(
     def faulty(**kwargs: Any) -> Any:
         if raised[code] < times and (table is None or _touches(kwargs, table)):
             raised[code] += 1
-            if after_write:
+            if after_write and raised[code] == 1:
                 real(**kwargs)
             status = 500 if code in {"InternalServerError", "ServiceUnavailable"} else 400
             raise ClientError(
