@@ -34,7 +34,7 @@ dev: install ## install, plus the pre-commit hooks
 
 lint: install ## ruff and mypy --strict on stacks/ and lambdas/
 	$(RUN) ruff check .
-	$(RUN) mypy stacks lambdas app.py
+	$(RUN) mypy stacks lambdas offline app.py
 
 synth: install ## synthesize the template into cdk.out/ (offline)
 	$(CDK) synth --quiet

@@ -1,0 +1,160 @@
+"""Deploys a synthesized cloud assembly into moto, in-process, the way `cdk deploy` would into AWS."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from moto.cloudformation.models import cloudformation_backends
+from moto.cloudformation.parsing import NULL_MODELS, clean_json, get_model_map
+from moto.ssm.models import Parameter, ssm_backends
+
+from offline.assembly import STACK_NAME, CloudAssembly
+
+ACCOUNT = "123456789012"  # moto's default account
+# What the public SSM parameters resolve to in a real account; the Powertools layer ARN's account is the one
+# the Powertools project publishes from. moto does not run layers: the tests' virtualenv has Powertools.
+PUBLIC_PARAMETERS = {
+    "/aws/service/powertools/": "arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-offline:1",
+    "/cdk-bootstrap/": "30",
+}
+# Resource types moto's CloudFormation cannot create; the rehearsal runs them itself (offline/pipe.py).
+EMULATED_TYPES = ("AWS::Pipes::Pipe",)
+_SUBSTITUTION = re.compile(r"\$\{(\w+)\}")
+
+
+@dataclass(frozen=True)
+class DeployedStack:
+    """What a deployment leaves behind: outputs, logical -> physical ids, and the resolver for the rest."""
+
+    name: str
+    outputs: dict[str, str]
+    physical_ids: dict[str, str]
+    resource_map: Any
+
+    def resolve(self, value: Any) -> Any:
+        """Resolve Ref / Fn::GetAtt / Fn::Join in a template fragment against the deployed stack."""
+        return clean_json(value, self.resource_map)
+
+
+def deploy(assembly: CloudAssembly, region: str, execution_timeout_seconds: int | None = None) -> DeployedStack:
+    """Upload the assets, create the stack from the template, and make its state machines executable."""
+    _upload_assets(assembly, region)
+    _provide_public_parameters(assembly, region)
+    template = _deployable_template(assembly.template)
+    cfn = boto3.client("cloudformation", region_name=region)
+    cfn.create_stack(
+        StackName=STACK_NAME,
+        TemplateBody=json.dumps(template),
+        Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
+    )
+    description = cfn.describe_stacks(StackName=STACK_NAME)["Stacks"][0]
+    if description["StackStatus"] != "CREATE_COMPLETE":
+        raise RuntimeError(f"offline deployment failed: {description['StackStatus']}")
+    resources = cfn.describe_stack_resources(StackName=STACK_NAME)["StackResources"]
+    stack = DeployedStack(
+        name=STACK_NAME,
+        outputs={o["OutputKey"]: o["OutputValue"] for o in description.get("Outputs", [])},
+        physical_ids={r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources},
+        resource_map=_moto_stack(region).resource_map,
+    )
+    _recreate_state_machines(assembly, stack, region, execution_timeout_seconds)
+    return stack
+
+
+def _upload_assets(assembly: CloudAssembly, region: str) -> None:
+    s3 = boto3.client("s3", region_name=region)
+    for asset in assembly.assets:
+        bucket = asset.bucket(ACCOUNT, region)
+        if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
+            s3.create_bucket(Bucket=bucket)
+        s3.put_object(Bucket=bucket, Key=asset.object_key, Body=asset.zipped())
+
+
+def _provide_public_parameters(assembly: CloudAssembly, region: str) -> None:
+    """AWS-owned SSM parameters exist in every real account; moto reserves /aws/ names, so add them directly."""
+    backend = ssm_backends[ACCOUNT][region]
+    for parameter in assembly.template.get("Parameters", {}).values():
+        if not parameter["Type"].startswith("AWS::SSM::Parameter::Value"):
+            continue
+        name = parameter["Default"]
+        value = next(v for prefix, v in PUBLIC_PARAMETERS.items() if name.startswith(prefix)).format(region=region)
+        backend._parameters[name] = [
+            Parameter(  # type: ignore[abstract]
+                account_id=ACCOUNT, name=name, value=value, parameter_type="String", description=None,
+                      allowed_pattern=None, keyid=None, last_modified_date=datetime.datetime.now(), version=1,
+                      data_type="text")
+        ]
+
+
+def _deployable_template(template: dict[str, Any]) -> dict[str, Any]:
+    """The template minus what moto cannot create: the pipe (emulated by offline/pipe.py) and resource types
+    moto has no model for (composite alarms, chat integrations), with whatever references them."""
+    deployable: dict[str, Any] = json.loads(json.dumps(template))
+    models = get_model_map()
+    dropped = {lid for lid, res in deployable["Resources"].items()
+               if res["Type"] in EMULATED_TYPES or (res["Type"] not in models and res["Type"] not in NULL_MODELS)}
+    while True:
+        referencing = {lid for lid, res in deployable["Resources"].items()
+                       if lid not in dropped and any(_mentions(res, d) for d in dropped)}
+        if not referencing:
+            break
+        dropped |= referencing
+    for logical_id in dropped:
+        del deployable["Resources"][logical_id]
+    deployable["Outputs"] = {
+        key: output for key, output in deployable.get("Outputs", {}).items()
+        if not any(_mentions(output, lid) for lid in dropped)
+    }
+    return deployable
+
+
+def _mentions(fragment: Any, logical_id: str) -> bool:
+    text = json.dumps(fragment)
+    return f'"Ref": "{logical_id}"' in text or f'["{logical_id}",' in text or f'"{logical_id}"' in text
+
+
+def _moto_stack(region: str) -> Any:
+    backend = cloudformation_backends[ACCOUNT][region]
+    return next(stack for stack in backend.stacks.values() if stack.name == STACK_NAME)
+
+
+def _recreate_state_machines(assembly: CloudAssembly, stack: DeployedStack, region: str,
+                             execution_timeout_seconds: int | None) -> None:
+    """moto's CloudFormation puts state machines in its non-executing backend and ignores
+    DefinitionSubstitutions. Create each again through the API (the executing backend), with the same name
+    and the definition CloudFormation would deploy, so it keeps its ARN and really runs."""
+    sfn = boto3.client("stepfunctions", region_name=region)
+    for logical_id, resource in assembly.resources_of_type("AWS::StepFunctions::StateMachine").items():
+        props = resource["Properties"]
+        substitutions = stack.resolve(props.get("DefinitionSubstitutions", {}))
+        definition = json.loads(_substitute(props["DefinitionString"], substitutions))
+        if execution_timeout_seconds is not None:
+            # Time compression, like the retry waits: lets a test see an execution time out in seconds.
+            definition["TimeoutSeconds"] = execution_timeout_seconds
+        arn = stack.physical_ids[logical_id]
+        sfn.create_state_machine(
+            name=arn.rsplit(":", 1)[1],
+            definition=json.dumps(definition),
+            roleArn=stack.resolve(props["RoleArn"]),
+            type=props.get("StateMachineType", "STANDARD"),
+        )
+
+
+def _substitute(text: str, substitutions: dict[str, Any]) -> str:
+    """What CloudFormation does with DefinitionSubstitutions: replace each ${Key} with its value."""
+    return _SUBSTITUTION.sub(lambda match: str(substitutions[match.group(1)]), text)
+
+
+def asset_directories(assembly: CloudAssembly) -> dict[str, Path]:
+    """S3 object key -> the asset directory it was zipped from."""
+    return {asset.object_key: asset.source for asset in assembly.assets}
+
+
+def assembly_dir_default() -> Path:
+    return Path(__file__).resolve().parents[1] / "cdk.out"

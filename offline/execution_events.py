@@ -1,0 +1,135 @@
+"""Emits "Step Functions Execution Status Change" events to the template's own rules, and delivers them.
+
+moto's Step Functions emits no EventBridge events, so the rehearsal builds the event when an execution ends,
+shaped as AWS documents it (https://docs.aws.amazon.com/step-functions/latest/dg/eventbridge-integration.html),
+evaluates each rule's pattern with moto's EventPattern matcher, and delivers to the rule's SNS and SQS targets,
+applying the input transformer (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_InputTransformer.html).
+A target that refuses the event sends it to the target's DLQ, as EventBridge does once its retries are spent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from moto.events.models import EventPattern
+
+STATUS_CHANGE = "Step Functions Execution Status Change"
+_PLACEHOLDER = re.compile(r"<([A-Za-z0-9_.-]+)>")
+
+
+@dataclass(frozen=True)
+class RuleDefinition:
+    """An AWS::Events::Rule with its references resolved: the pattern and the targets' ARNs."""
+
+    name: str
+    pattern: dict[str, Any]
+    targets: list[dict[str, Any]]
+
+
+@dataclass
+class Delivery:
+    rule: str
+    target_arn: str
+    event: dict[str, Any]
+    payload: str
+    delivered: bool
+
+
+@dataclass
+class EventBus:
+    """The default bus as far as the rehearsal needs it."""
+
+    rules: list[RuleDefinition]
+    sns: Any
+    sqs: Any
+    queue_urls: dict[str, str]  # queue ARN -> URL
+    faults: Any = None
+    deliveries: list[Delivery] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def put(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+        for rule in self.rules:
+            if EventPattern.load(json.dumps(rule.pattern)).matches_event(event):  # type: ignore[arg-type]
+                for target in rule.targets:
+                    self._deliver(rule.name, target, event)
+
+    def _deliver(self, rule: str, target: dict[str, Any], event: dict[str, Any]) -> None:
+        payload = transform(event, target.get("InputTransformer"))
+        arn: str = target["Arn"]
+        try:
+            if arn.startswith("arn:aws:sns:"):
+                self.sns.publish(TopicArn=arn, Message=payload)
+            else:
+                self.sqs.send_message(QueueUrl=self.queue_urls[arn], MessageBody=payload)
+        except Exception:  # noqa: BLE001 - any refusal ends in the target's DLQ, as on AWS
+            dlq = target.get("DeadLetterConfig", {}).get("Arn")
+            if dlq is None:
+                raise
+            self.sqs.send_message(QueueUrl=self.queue_urls[dlq], MessageBody=json.dumps(event))
+            self.deliveries.append(Delivery(rule, arn, event, payload, delivered=False))
+            return
+        self.deliveries.append(Delivery(rule, arn, event, payload, delivered=True))
+
+
+def status_change_event(execution: dict[str, Any], account: str, region: str) -> dict[str, Any]:
+    """The event Step Functions sends when an execution's status changes (Standard workflows)."""
+
+    def millis(value: datetime | None) -> int | None:
+        return int(value.timestamp() * 1000) if value else None
+
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": STATUS_CHANGE,
+        "source": "aws.states",
+        "account": account,
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [execution["executionArn"]],
+        "detail": {
+            "executionArn": execution["executionArn"],
+            "stateMachineArn": execution["stateMachineArn"],
+            "name": execution["name"],
+            "status": execution["status"],
+            "startDate": millis(execution.get("startDate")),
+            "stopDate": millis(execution.get("stopDate")),
+            "input": execution.get("input"),
+            "output": execution.get("output"),
+            "inputDetails": {"included": True},
+            "outputDetails": {"included": True} if execution.get("output") is not None else None,
+            "error": execution.get("error"),
+            "cause": execution.get("cause"),
+        },
+    }
+
+
+def transform(event: dict[str, Any], transformer: dict[str, Any] | None) -> str:
+    """Apply an InputTransformer: look up each InputPathsMap path, fill the template's <placeholders>."""
+    if transformer is None:
+        return json.dumps(event)
+    values = {name: _lookup(event, path) for name, path in transformer.get("InputPathsMap", {}).items()}
+
+    def fill(match: re.Match[str]) -> str:
+        value = values.get(match.group(1))
+        if value is None:
+            return "null"
+        # Inside the template's JSON strings a value goes in as string content.
+        return json.dumps(value)[1:-1] if isinstance(value, str) else json.dumps(value)
+
+    template: str = transformer["InputTemplate"]
+    return _PLACEHOLDER.sub(fill, template)
+
+
+def _lookup(event: dict[str, Any], path: str) -> Any:
+    value: Any = event
+    for part in path.removeprefix("$.").split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value

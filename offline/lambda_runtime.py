@@ -1,0 +1,196 @@
+"""Runs each deployed function's real handler in-process, reporting errors the way the Lambda runtime does."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.core.exceptions import JsonRESTError
+
+from offline.faults import FaultKind, FaultPlan
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One invocation as the function saw it: which task, the outcome, and the error type if any."""
+
+    task: str
+    error_type: str | None
+    duration_ms: float
+
+
+class _LambdaServiceError(JsonRESTError):
+    def __init__(self, code: str, status: int, message: str) -> None:
+        super().__init__(code, message)
+        self.code = status
+
+
+class _Context:
+    """The LambdaContext fields Powertools reads."""
+
+    def __init__(self, function: Any) -> None:
+        self.function_name = function.function_name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = function.function_arn
+        self.memory_limit_in_mb = int(function.memory_size)
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{function.function_name}"
+        self.log_stream_name = "offline"
+        self._deadline = time.monotonic() + float(function.timeout)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+class _OutputRouter(io.TextIOBase):
+    """sys.stdout while the rehearsal runs: an invocation's output (logs, EMF metrics) goes to its buffer."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.buffer_for: io.StringIO | None = None
+
+    def write(self, text: str) -> int:
+        target = self.buffer_for if self.buffer_for is not None else self.real
+        return int(target.write(text))
+
+    def flush(self) -> None:
+        self.real.flush()
+
+
+class LambdaRuntime:
+    """Replaces moto's echoing Lambda backend with one that runs the handler named by `Handler`."""
+
+    def __init__(self, assets: dict[str, Path], task_names: dict[str, str], faults: FaultPlan) -> None:
+        self._assets = assets  # S3 object key of a code asset -> its directory in cdk.out
+        self._task_names = task_names  # physical function name -> task name (ReserveInventory, ...)
+        self._faults = faults
+        self._lock = threading.RLock()  # one invocation at a time: handlers read their settings from os.environ
+        self._original_invoke: Any = None
+        self._router = _OutputRouter(sys.stdout)
+        self.invocations: list[Invocation] = []
+        self.log_lines: list[dict[str, Any]] = []
+        self.metric_documents: list[dict[str, Any]] = []
+
+    def install(self) -> None:
+        os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"  # no X-Ray daemon offline
+        self._original_invoke = LambdaSimpleBackend.invoke
+        runtime = self
+
+        def invoke(backend: Any, function_name: str, qualifier: str | None, body: Any, headers: Any,
+                   response_headers: dict[str, str]) -> bytes:
+            return runtime.invoke(backend, function_name, qualifier, body, response_headers)
+
+        LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign,assignment]
+        sys.stdout = self._router
+
+    def uninstall(self) -> None:
+        if self._original_invoke is not None:
+            LambdaSimpleBackend.invoke = self._original_invoke  # type: ignore[method-assign]
+            self._original_invoke = None
+        sys.stdout = self._router.real
+
+    def invoke(self, backend: Any, function_name: str, qualifier: str | None, body: Any,
+               response_headers: dict[str, str]) -> bytes:
+        function = backend.get_function(function_name, qualifier)
+        task = self._task_names.get(function.function_name, function.function_name)
+        event = json.loads(body) if body else {}
+        fault = self._faults.take(task, event)
+        if fault is FaultKind.SERVICE_ERROR:
+            raise _LambdaServiceError("ServiceException", 500, "Lambda encountered an internal error (injected)")
+        if fault is FaultKind.THROTTLE:
+            raise _LambdaServiceError("TooManyRequestsException", 429, "Rate exceeded (injected)")
+        if fault is FaultKind.HANG:
+            self._faults.released.wait()
+        if fault in (FaultKind.TIMEOUT, FaultKind.CRASH, FaultKind.HANG):
+            error_type = "Lambda.Unknown" if fault is not FaultKind.CRASH else "Runtime.ExitError"
+            message = (f"Task timed out after {float(function.timeout):.2f} seconds (injected)"
+                       if fault is not FaultKind.CRASH else "Runtime exited with error: exit status 1 (injected)")
+            self.invocations.append(Invocation(task, error_type, 0.0))
+            return self._error(response_headers, error_type, message, [])
+        with self._lock, self._invocation_environment(function) as output:
+            started = time.perf_counter()
+            try:
+                handler = self._handler(function)
+                result = handler(event, _Context(function))
+            except Exception as error:  # the runtime reports every exception as an unhandled function error
+                elapsed = (time.perf_counter() - started) * 1000
+                self.invocations.append(Invocation(task, type(error).__name__, elapsed))
+                frames = traceback.format_exception(error)
+                self._collect(output.getvalue())
+                return self._error(response_headers, type(error).__name__, str(error), frames)
+            self.invocations.append(Invocation(task, None, (time.perf_counter() - started) * 1000))
+            self._collect(output.getvalue())
+        return json.dumps(result).encode("utf-8")
+
+    @staticmethod
+    def _error(response_headers: dict[str, str], error_type: str, message: str, trace: list[str]) -> bytes:
+        # What the Lambda runtime returns for an unhandled exception; Step Functions reads errorType as the error.
+        response_headers["x-amz-function-error"] = "Unhandled"
+        return json.dumps({"errorType": error_type, "errorMessage": message, "stackTrace": trace}).encode("utf-8")
+
+    @contextmanager
+    def _invocation_environment(self, function: Any) -> Iterator[io.StringIO]:
+        saved = dict(os.environ)
+        os.environ.update(function.environment_vars or {})
+        os.environ.update(AWS_LAMBDA_FUNCTION_NAME=function.function_name,
+                          AWS_LAMBDA_FUNCTION_MEMORY_SIZE=str(function.memory_size))
+        output = io.StringIO()
+        self._router.buffer_for = output
+        try:
+            yield output
+        finally:
+            self._router.buffer_for = None
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def _handler(self, function: Any) -> Any:
+        asset = self._assets[function.code["S3Key"]]
+        module_name, attribute = function.handler.rsplit(".", 1)
+        _use_asset(asset, module_name.split(".")[0])
+        return getattr(importlib.import_module(module_name), attribute)
+
+    def _collect(self, output: str) -> None:
+        for line in output.splitlines():
+            try:
+                document = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(document, dict) and "_aws" in document:
+                self.metric_documents.append(document)
+            elif isinstance(document, dict):
+                self.log_lines.append(document)
+
+    def metric_total(self, name: str) -> float:
+        """Sum of one handler metric over every EMF document the functions printed."""
+        return float(sum(doc.get(name, 0) for doc in self.metric_documents if isinstance(doc.get(name), (int, float))))
+
+
+def _use_asset(asset: Path, top_package: str) -> None:
+    """Import the handler from the function's own asset directory, as the Lambda runtime does.
+
+    Modules of the same name imported from elsewhere (the tests import `lambdas/` directly) are dropped first,
+    so the code that runs is the code that was packaged.
+    """
+    root = str(asset)
+    if sys.path[:1] != [root]:
+        if root in sys.path:
+            sys.path.remove(root)
+        sys.path.insert(0, root)
+    packages = {path.name for path in asset.iterdir() if path.is_dir()} | {top_package}
+    for name in list(sys.modules):
+        module_file = getattr(sys.modules[name], "__file__", None) or ""
+        if name.split(".")[0] in packages and not module_file.startswith(root):
+            del sys.modules[name]

@@ -1,0 +1,256 @@
+"""The offline rehearsal: the synthesized app deployed into moto, with the pipe, events and real handlers."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from offline.assembly import CloudAssembly
+from offline.clock import RetryClock
+from offline.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
+from offline.execution_events import EventBus, RuleDefinition, status_change_event
+from offline.faults import FaultPlan
+from offline.lambda_runtime import LambdaRuntime
+from offline.pipe import PipeDefinition, PipeEmulator
+from offline.services import install_service_faults
+
+TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
+
+
+@dataclass
+class Execution:
+    """One finished execution, with what a test or an operator wants to know about it."""
+
+    arn: str
+    status: str
+    error: str | None
+    cause: str | None
+    input: Any
+    output: Any
+    states: list[str]
+    history: list[dict[str, Any]] = field(repr=False)
+
+    @property
+    def transitions(self) -> int:
+        """States entered: what Step Functions Standard bills (retries are billed too, see `retries`)."""
+        return len(self.states)
+
+    @property
+    def message_id(self) -> str | None:
+        record = self.input[0] if isinstance(self.input, list) and self.input else {}
+        return record.get("messageId") if isinstance(record, dict) else None
+
+
+class Rehearsal:
+    """Use as a context manager: `with Rehearsal.start(Path("cdk.out")) as aws: ...`."""
+
+    def __init__(self, assembly: CloudAssembly, region: str = "us-east-1",
+                 execution_timeout_seconds: int | None = None) -> None:
+        self.assembly = assembly
+        self.region = region
+        self._execution_timeout = execution_timeout_seconds
+        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True},
+                                      "lambda": {"use_docker": False}})
+        self.faults = FaultPlan()
+        self.clock = RetryClock()
+        self.stack: DeployedStack
+        self.runtime: LambdaRuntime
+        self.pipe: PipeEmulator
+        self.bus: EventBus
+        self._announced: set[str] = set()
+        self._uninstall_service_faults: Any = None
+
+    @classmethod
+    @contextmanager
+    def start(cls, assembly_dir: Path, **kwargs: Any) -> Iterator[Rehearsal]:
+        rehearsal = cls(CloudAssembly.load(assembly_dir), **kwargs)
+        rehearsal.open()
+        try:
+            yield rehearsal
+        finally:
+            rehearsal.close()
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        self._mock.start()
+        self.clock.install()
+        try:
+            self.stack = deploy(self.assembly, self.region, self._execution_timeout)
+            # Typed Any: the probes pass service responses on as plain dicts.
+            self.sqs: Any = boto3.client("sqs", region_name=self.region)
+            self.sfn: Any = boto3.client("stepfunctions", region_name=self.region)
+            self.sns: Any = boto3.client("sns", region_name=self.region)
+            self.dynamodb: Any = boto3.client("dynamodb", region_name=self.region)
+            self.cloudwatch: Any = boto3.client("cloudwatch", region_name=self.region)
+            self.runtime = LambdaRuntime(asset_directories(self.assembly), self._task_names(), self.faults)
+            self.runtime.install()
+            self._uninstall_service_faults = install_service_faults(self.faults, self.outputs)
+            self.pipe = PipeEmulator(self._pipe_definition(), self.sqs, self.sfn, self.faults, self.region)
+            self.bus = EventBus(self._rules(), self.sns, self.sqs, self._queue_urls())
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self.faults.released.set()
+        if self._uninstall_service_faults is not None:
+            self._uninstall_service_faults()
+        if hasattr(self, "runtime"):
+            self.runtime.uninstall()
+        self.clock.uninstall()
+        self._mock.stop()
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        return self.stack.outputs
+
+    # -- driving -----------------------------------------------------------------------------------------------
+
+    def send(self, body: str | dict[str, Any], attributes: dict[str, str] | None = None) -> str:
+        """A caller fires an order into the source queue and moves on."""
+        message = self.sqs.send_message(
+            QueueUrl=self.outputs["SourceQueueUrl"],
+            MessageBody=body if isinstance(body, str) else json.dumps(body),
+            MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in (attributes or {}).items()},
+        )
+        return str(message["MessageId"])
+
+    def run(self, timeout_seconds: float = 120.0) -> list[Execution]:
+        """Drain the source queue through the pipe, wait for every execution to end, emit their events."""
+        self.pipe.drain()
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            running = [arn for arn in self.pipe.stats.started if arn not in self._announced
+                       and self._status(arn) not in TERMINAL]
+            self._emit_finished()
+            if not running:
+                return self.executions()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(running)} executions still running after {timeout_seconds} s")
+            time.sleep(0.005)
+
+    def abort(self, execution_arn: str) -> None:
+        """What an operator's StopExecution does; the rule then sees ABORTED."""
+        self.sfn.stop_execution(executionArn=execution_arn, error="Aborted", cause="Stopped by the rehearsal")
+
+    def wait_until_running_task(self, timeout_seconds: float = 10.0) -> list[str]:
+        """Executions that are running (e.g. held by a HANG fault), once there are some."""
+        self.pipe.drain()
+        deadline = time.monotonic() + timeout_seconds
+        while time.monotonic() < deadline:
+            running = [arn for arn in self.pipe.stats.started if self._status(arn) == "RUNNING"]
+            if running:
+                return running
+            time.sleep(0.01)
+        raise TimeoutError("no execution is running")
+
+    # -- probes ------------------------------------------------------------------------------------------------
+
+    def executions(self) -> list[Execution]:
+        return [self.execution(arn) for arn in self.pipe.stats.started]
+
+    def execution(self, arn: str) -> Execution:
+        described = self.sfn.describe_execution(executionArn=arn)
+        history = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+        states = [e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered")]
+        return Execution(
+            arn=arn,
+            status=described["status"],
+            error=described.get("error"),
+            cause=described.get("cause"),
+            input=json.loads(described.get("input") or "null"),
+            output=json.loads(described["output"]) if described.get("output") else None,
+            states=states,
+            history=history,
+        )
+
+    def messages(self, output_key: str) -> list[dict[str, Any]]:
+        """Every message in a queue, read without consuming it (made visible again at once)."""
+        url = self.outputs[output_key]
+        seen: dict[str, dict[str, Any]] = {}
+        for _ in range(1000):
+            batch = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30,
+                                             MessageAttributeNames=["All"], AttributeNames=["All"]).get("Messages", [])
+            if not batch:
+                break
+            for message in batch:
+                seen[message["MessageId"]] = message
+        for message in seen.values():
+            self.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"],
+                                               VisibilityTimeout=0)
+        return list(seen.values())
+
+    def notifications(self) -> list[tuple[str | None, str]]:
+        """(subject, message) of everything published to the alerts topic."""
+        from moto.sns.models import sns_backends
+
+        topic = sns_backends[ACCOUNT][self.region].topics[self.outputs["AlertsTopicArn"]]
+        return [(subject, message) for _id, message, subject, _attrs, _group in topic.sent_notifications]
+
+    def items(self, table_output_key: str) -> list[dict[str, Any]]:
+        from boto3.dynamodb.types import TypeDeserializer
+
+        deserializer = TypeDeserializer()
+        pages = self.dynamodb.get_paginator("scan").paginate(TableName=self.outputs[table_output_key])
+        return [{k: deserializer.deserialize(v) for k, v in item.items()} for page in pages for item in page["Items"]]
+
+    # -- wiring ------------------------------------------------------------------------------------------------
+
+    def _status(self, arn: str) -> str:
+        return str(self.sfn.describe_execution(executionArn=arn)["status"])
+
+    def _emit_finished(self) -> None:
+        for arn in self.pipe.stats.started:
+            if arn in self._announced:
+                continue
+            described = self.sfn.describe_execution(executionArn=arn)
+            if described["status"] in TERMINAL:
+                self._announced.add(arn)
+                self.bus.put(status_change_event(described, ACCOUNT, self.region))
+
+    def _task_names(self) -> dict[str, str]:
+        names = {}
+        for logical_id in self.assembly.resources_of_type("AWS::Lambda::Function"):
+            task = logical_id.removeprefix("SagaTasks").split("Function")[0]
+            names[self.stack.physical_ids[logical_id]] = task
+        return names
+
+    def _queue_urls(self) -> dict[str, str]:
+        urls = {}
+        for logical_id in self.assembly.resources_of_type("AWS::SQS::Queue"):
+            url = self.stack.physical_ids[logical_id]
+            arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            urls[arn] = url
+        return urls
+
+    def _pipe_definition(self) -> PipeDefinition:
+        (logical_id, resource), = self.assembly.resources_of_type("AWS::Pipes::Pipe").items()
+        props = self.stack.resolve(resource["Properties"])
+        source_arn = props["Source"]
+        queue_url = self._queue_urls()[source_arn]
+        self.stack.outputs["PipeName"] = f"{self.stack.name}-{logical_id}-offline"
+        return PipeDefinition(
+            name=self.stack.outputs["PipeName"],
+            source_queue_url=queue_url,
+            source_queue_arn=source_arn,
+            target_arn=props["Target"],
+            batch_size=int(props["SourceParameters"]["SqsQueueParameters"].get("BatchSize", 10)),
+            invocation_type=props["TargetParameters"]["StepFunctionStateMachineParameters"].get(
+                "InvocationType", "REQUEST_RESPONSE"),
+        )
+
+    def _rules(self) -> list[RuleDefinition]:
+        rules = []
+        for logical_id, resource in self.assembly.resources_of_type("AWS::Events::Rule").items():
+            props = self.stack.resolve(resource["Properties"])
+            rules.append(RuleDefinition(self.stack.physical_ids[logical_id], props["EventPattern"], props["Targets"]))
+        return rules
