@@ -28,14 +28,29 @@ MAX_LINE_ITEMS = 50  # one TransactWriteItems holds 100 actions: 50 stock update
 MAX_QUANTITY = 1_000
 MAX_AMOUNT = Decimal("1000000")
 
-Identifier = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")]
-Sku = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Z0-9][A-Z0-9_-]*$")]
-# Free text may not be blank or padded: a label printer would print it as is.
-Text = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^\S(?:.*\S)?$")]
-ShortText = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^\S(?:.*\S)?$")]
-PostalCode = Annotated[str, StringConstraints(min_length=2, max_length=16, pattern=r"^[A-Za-z0-9][A-Za-z0-9 -]*$")]
-CountryCode = Annotated[str, StringConstraints(min_length=2, max_length=2, pattern=r"^[A-Z]{2}$")]
-PaymentToken = Annotated[str, StringConstraints(min_length=5, max_length=128, pattern=r"^tok_[A-Za-z0-9_]+$")]
+_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
+_SKU = r"^[A-Z0-9][A-Z0-9_-]*$"
+_TEXT = r"^\S(?:.*\S)?$"  # free text may not be blank or padded: a label printer prints it as is
+_POSTAL = r"^[A-Za-z0-9][A-Za-z0-9 -]*$"
+_COUNTRY = r"^[A-Z]{2}$"
+_TOKEN = r"^tok_[A-Za-z0-9_]+$"
+# What a producer should do when a pattern does not match; a regex alone is not an actionable message.
+PATTERN_HINTS = {
+    _ID: "use letters, digits and _ . : - only, starting with a letter or digit",
+    _SKU: "use upper-case letters, digits, _ and - only",
+    _TEXT: "must not be blank or start or end with whitespace",
+    _POSTAL: "use letters, digits, spaces and - only",
+    _COUNTRY: "use the ISO 3166-1 alpha-2 code in upper case, e.g. GB",
+    _TOKEN: "must be a payment token of the form tok_...",
+}
+
+Identifier = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_ID)]
+Sku = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_SKU)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=_TEXT)]
+ShortText = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=_TEXT)]
+PostalCode = Annotated[str, StringConstraints(min_length=2, max_length=16, pattern=_POSTAL)]
+CountryCode = Annotated[str, StringConstraints(min_length=2, max_length=2, pattern=_COUNTRY)]
+PaymentToken = Annotated[str, StringConstraints(min_length=5, max_length=128, pattern=_TOKEN)]
 
 
 class _Strict(BaseModel):
@@ -142,6 +157,8 @@ def _message(detail: Any) -> str:
         return "unknown field (remove it)"
     if detail["type"] == "missing":
         return "required field is missing"
+    if detail["type"] == "string_pattern_mismatch":
+        return PATTERN_HINTS.get(str(detail.get("ctx", {}).get("pattern")), "has an unexpected format")
     return str(detail["msg"]).removeprefix("Value error, ")
 
 
