@@ -65,4 +65,3 @@ def emulated_account(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) 
 def account(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
     with emulated_account(template, monkeypatch) as emulated:
         yield emulated
-
