@@ -32,7 +32,7 @@ class RetryClock:
     def sleep(self, seconds: float) -> None:
         # The caller is RetrierDecl._eval_body, whose `env` knows the execution and the state being retried.
         env: Any = sys._getframe(1).f_locals.get("env")
-        context = env.states.context_object.context_object if env is not None else {}
+        context = getattr(getattr(getattr(env, "states", None), "context_object", None), "context_object_data", {})
         execution = (context.get("Execution") or {}).get("Id", "?")
         state = (context.get("State") or {}).get("Name", "?")
         with self._lock:

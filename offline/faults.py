@@ -21,7 +21,7 @@ class FaultKind(StrEnum):
     TIMEOUT = "timeout"
     # Lambda: the function crashes with an error no retrier lists, so Catch takes over at once.
     CRASH = "crash"
-    # Lambda: the invocation blocks until the rehearsal releases it (to abort or time out an execution).
+    # Lambda: the invocation is held until the rehearsal releases it, then runs (to abort or time out an execution).
     HANG = "hang"
     # SQS SendMessage / SNS Publish: the service answers 5xx.
     UNAVAILABLE = "unavailable"

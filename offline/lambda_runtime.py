@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import logging
 import os
 import sys
 import threading
@@ -12,7 +13,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,21 +56,6 @@ class _Context:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
-class _OutputRouter(io.TextIOBase):
-    """sys.stdout while the rehearsal runs: an invocation's output (logs, EMF metrics) goes to its buffer."""
-
-    def __init__(self, real: Any) -> None:
-        self.real = real
-        self.buffer_for: io.StringIO | None = None
-
-    def write(self, text: str) -> int:
-        target = self.buffer_for if self.buffer_for is not None else self.real
-        return int(target.write(text))
-
-    def flush(self) -> None:
-        self.real.flush()
-
-
 class LambdaRuntime:
     """Replaces moto's echoing Lambda backend with one that runs the handler named by `Handler`."""
 
@@ -79,8 +65,8 @@ class LambdaRuntime:
         self._faults = faults
         self._lock = threading.RLock()  # one invocation at a time: handlers read their settings from os.environ
         self._original_invoke: Any = None
-        self._router = _OutputRouter(sys.stdout)
         self.invocations: list[Invocation] = []
+        self.hanging = threading.Event()  # set while an invocation is held by a HANG fault
         self.log_lines: list[dict[str, Any]] = []
         self.metric_documents: list[dict[str, Any]] = []
 
@@ -94,13 +80,11 @@ class LambdaRuntime:
             return runtime.invoke(backend, function_name, qualifier, body, response_headers)
 
         LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign,assignment]
-        sys.stdout = self._router
 
     def uninstall(self) -> None:
         if self._original_invoke is not None:
             LambdaSimpleBackend.invoke = self._original_invoke  # type: ignore[method-assign]
             self._original_invoke = None
-        sys.stdout = self._router.real
 
     def invoke(self, backend: Any, function_name: str, qualifier: str | None, body: Any,
                response_headers: dict[str, str]) -> bytes:
@@ -113,9 +97,11 @@ class LambdaRuntime:
         if fault is FaultKind.THROTTLE:
             raise _LambdaServiceError("TooManyRequestsException", 429, "Rate exceeded (injected)")
         if fault is FaultKind.HANG:
+            # Held until released, then it runs normally: like a slow function the workflow stopped waiting for.
+            self.hanging.set()
             self._faults.released.wait()
-        if fault in (FaultKind.TIMEOUT, FaultKind.CRASH, FaultKind.HANG):
-            error_type = "Lambda.Unknown" if fault is not FaultKind.CRASH else "Runtime.ExitError"
+        if fault in (FaultKind.TIMEOUT, FaultKind.CRASH):
+            error_type = "Lambda.Unknown" if fault is FaultKind.TIMEOUT else "Runtime.ExitError"
             message = (f"Task timed out after {float(function.timeout):.2f} seconds (injected)"
                        if fault is not FaultKind.CRASH else "Runtime exited with error: exit status 1 (injected)")
             self.invocations.append(Invocation(task, error_type, 0.0))
@@ -148,11 +134,15 @@ class LambdaRuntime:
         os.environ.update(AWS_LAMBDA_FUNCTION_NAME=function.function_name,
                           AWS_LAMBDA_FUNCTION_MEMORY_SIZE=str(function.memory_size))
         output = io.StringIO()
-        self._router.buffer_for = output
+        # EMF metrics are print()ed; Powertools Logger writes to the stream its handler was created with.
+        streams = _stream_handlers()
+        saved_streams = [(handler, handler.setStream(output)) for handler in streams]
         try:
-            yield output
+            with redirect_stdout(output):
+                yield output
         finally:
-            self._router.buffer_for = None
+            for handler, stream in saved_streams:
+                handler.setStream(stream)
             os.environ.clear()
             os.environ.update(saved)
 
@@ -176,6 +166,15 @@ class LambdaRuntime:
     def metric_total(self, name: str) -> float:
         """Sum of one handler metric over every EMF document the functions printed."""
         return float(sum(doc.get(name, 0) for doc in self.metric_documents if isinstance(doc.get(name), (int, float))))
+
+
+def _stream_handlers() -> list[logging.StreamHandler[Any]]:
+    """The stream handlers of every logger, e.g. the one Powertools' Logger created at import time."""
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    return [h for lg in loggers for h in lg.handlers
+            if type(h) is logging.StreamHandler and h.stream in (sys.stdout, sys.__stdout__) or
+            (type(h) is logging.StreamHandler and isinstance(h.stream, io.StringIO))]
 
 
 def _use_asset(asset: Path, top_package: str) -> None:

@@ -142,16 +142,12 @@ class Rehearsal:
         """What an operator's StopExecution does; the rule then sees ABORTED."""
         self.sfn.stop_execution(executionArn=execution_arn, error="Aborted", cause="Stopped by the rehearsal")
 
-    def wait_until_running_task(self, timeout_seconds: float = 10.0) -> list[str]:
-        """Executions that are running (e.g. held by a HANG fault), once there are some."""
+    def wait_for_hang(self, timeout_seconds: float = 10.0) -> list[str]:
+        """The running executions, once a task is held by a HANG fault."""
         self.pipe.drain()
-        deadline = time.monotonic() + timeout_seconds
-        while time.monotonic() < deadline:
-            running = [arn for arn in self.pipe.stats.started if self._status(arn) == "RUNNING"]
-            if running:
-                return running
-            time.sleep(0.01)
-        raise TimeoutError("no execution is running")
+        if not self.runtime.hanging.wait(timeout_seconds):
+            raise TimeoutError("no task is hanging")
+        return [arn for arn in self.pipe.stats.started if self._status(arn) == "RUNNING"]
 
     # -- probes ------------------------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
+
 from common.errors import TransientError, aws_errors_as_transient, error_code
 
 if TYPE_CHECKING:

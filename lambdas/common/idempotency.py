@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
     IdempotencyPersistenceLayerError,
 )
+
 from common import aws
 from common.errors import TransientError, is_transient, transient_from
 from common.settings import IdempotencySettings

@@ -6,8 +6,9 @@ import json
 from decimal import Decimal
 from typing import Annotated, Any
 
-from common.errors import InvalidOrder
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
+
+from common.errors import InvalidOrder
 
 # ISO 4217 currencies the payment provider accepts, with their minor units (JPY has none). An explicit
 # allow-list: an unknown code is a producer bug we want to surface, not a charge in a currency we cannot settle.

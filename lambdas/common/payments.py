@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
+
 from common.errors import PaymentDeclined, TransientError, aws_errors_as_transient, error_code
 
 if TYPE_CHECKING:

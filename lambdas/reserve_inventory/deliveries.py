@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING, Protocol
 
 from botocore.exceptions import ClientError
+
 from common.errors import aws_errors_as_transient, error_code
 
 if TYPE_CHECKING:

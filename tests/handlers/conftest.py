@@ -17,7 +17,6 @@ os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "order-saga")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "FireAndForget")
 
 from common import aws, idempotency  # noqa: E402 - after the Powertools environment above
-
 from tests.handlers.account import Account  # noqa: E402
 from tests.support.tables import create_tables_from_template, function_environments  # noqa: E402
 

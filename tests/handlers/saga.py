@@ -9,15 +9,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from arrange_shipping.handler import handler as arrange_shipping
 from botocore.exceptions import ClientError
+
+from arrange_shipping.handler import handler as arrange_shipping
 from charge_payment.handler import handler as charge_payment
 from common import aws
 from common.errors import DuplicateDelivery, SagaError, TransientError
 from refund_payment.handler import handler as refund_payment
 from release_inventory.handler import handler as release_inventory
 from reserve_inventory.handler import handler as reserve_inventory
-
 from tests.support import events
 
 MAX_ATTEMPTS = 5  # the first try plus the ASL Retry on TransientError (MaxAttempts 4)

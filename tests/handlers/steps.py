@@ -7,7 +7,6 @@ from typing import Any
 from arrange_shipping.handler import handler as arrange_shipping
 from charge_payment.handler import handler as charge_payment
 from reserve_inventory.handler import handler as reserve_inventory
-
 from tests.handlers.account import Account
 from tests.support import events
 

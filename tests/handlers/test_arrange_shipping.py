@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from arrange_shipping.handler import handler
 from common.errors import ShippingUnavailable, TransientError
-
 from tests.handlers.account import Account
 from tests.handlers.saga import emitted_metrics, faults
 from tests.handlers.steps import charged

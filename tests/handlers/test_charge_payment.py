@@ -6,9 +6,9 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+
 from charge_payment.handler import handler
 from common.errors import InvalidOrder, PaymentDeclined, TransientError
-
 from tests.handlers.account import Account
 from tests.handlers.saga import emitted_metrics, faults
 from tests.handlers.steps import reserved

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from common.errors import CompensationFailed, TransientError
 from refund_payment.handler import handler
-
 from tests.handlers.account import Account
 from tests.handlers.saga import emitted_metrics, faults
 from tests.handlers.steps import charged, reserved

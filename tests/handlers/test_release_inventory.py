@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from common.errors import CompensationFailed, TransientError
 from release_inventory.handler import handler
 from reserve_inventory.handler import handler as reserve
-
 from tests.handlers.account import Account
 from tests.handlers.saga import emitted_metrics, faults
 from tests.handlers.steps import ARN, reserved

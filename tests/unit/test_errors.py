@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+
 from common.errors import (
     CompensationFailed,
     DuplicateDelivery,

@@ -7,11 +7,11 @@ import json
 from decimal import Decimal
 
 import pytest
-from common.errors import InvalidOrder
-from common.models import MAX_BODY_CHARS, order_from_context, parse_order
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.errors import InvalidOrder
+from common.models import MAX_BODY_CHARS, order_from_context, parse_order
 from tests.support import events
 
 CORPUS = events.invalid_bodies()

@@ -1,0 +1,122 @@
+"""Where every message ended up, and how often its failure was announced: the pipeline's conservation law."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from offline.rehearsal import Execution, Rehearsal
+
+_EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s]+:\d+:execution:[^:\s]+:[A-Za-z0-9_-]+")
+HANDLED_FAILURE = "OrderFailed"
+DUPLICATE_END = "DuplicateDeliveryIgnored"
+
+
+class Place(StrEnum):
+    """The durable places a message can end in."""
+
+    SUCCEEDED = "succeeded"
+    FAILURE_DLQ = "failure DLQ"
+    SOURCE_DLQ = "source DLQ"
+    EXECUTION = "failed execution (input kept)"
+    NOWHERE = "nowhere"
+
+
+@dataclass
+class MessageFate:
+    message_id: str
+    places: list[Place] = field(default_factory=list)
+    announcements: int = 0
+    manual_repair: bool = False
+    error: str | None = None
+
+    @property
+    def place(self) -> Place:
+        return self.places[0] if len(self.places) == 1 else Place.NOWHERE
+
+
+@dataclass
+class Ledger:
+    fates: dict[str, MessageFate]
+
+    @property
+    def lost(self) -> list[str]:
+        return [m for m, fate in self.fates.items() if not fate.places]
+
+    @property
+    def in_two_places(self) -> list[str]:
+        return [m for m, fate in self.fates.items() if len(fate.places) > 1]
+
+    @property
+    def announced_twice(self) -> list[str]:
+        return [m for m, fate in self.fates.items() if fate.announcements > 1]
+
+    @property
+    def unannounced_failures(self) -> list[str]:
+        return [m for m, fate in self.fates.items()
+                if fate.places and fate.place is not Place.SUCCEEDED and fate.announcements == 0]
+
+    @property
+    def announced_successes(self) -> list[str]:
+        return [m for m, fate in self.fates.items() if fate.place is Place.SUCCEEDED and fate.announcements]
+
+    def counts(self) -> Counter[str]:
+        return Counter(fate.place.value for fate in self.fates.values())
+
+    @property
+    def balanced(self) -> bool:
+        """Every message in exactly one place; every failure announced once; no success announced."""
+        return not (self.lost or self.in_two_places or self.announced_twice or self.unannounced_failures
+                    or self.announced_successes)
+
+
+def account(aws: Rehearsal, message_ids: list[str]) -> Ledger:
+    """Find each sent message in the executions, the two DLQs and the alerts topic."""
+    fates = {message_id: MessageFate(message_id) for message_id in message_ids}
+    executions = aws.executions()
+    by_arn: dict[str, Execution] = {execution.arn: execution for execution in executions}
+    recorded = _failure_records(aws)
+    for record in recorded:
+        fate = fates.get(record["record"]["messageId"])
+        if fate is not None:
+            fate.places.append(Place.FAILURE_DLQ)
+            fate.manual_repair = bool(record.get("manualRepair"))
+            fate.error = record["failure"]["error"]
+    in_dlq = {record["record"]["messageId"] for record in recorded}
+    for message in aws.messages("SourceDlqUrl"):
+        if message["MessageId"] in fates:
+            fates[message["MessageId"]].places.append(Place.SOURCE_DLQ)
+    for execution in executions:
+        fate = fates.get(execution.message_id or "")
+        if fate is None or (execution.states and execution.states[-1] == DUPLICATE_END):
+            continue
+        if execution.status == "SUCCEEDED":
+            fate.places.append(Place.SUCCEEDED)
+        elif execution.message_id not in in_dlq:
+            fate.places.append(Place.EXECUTION)
+            fate.error = execution.error or execution.status
+    _count_announcements(aws, by_arn, fates)
+    return Ledger(fates)
+
+
+def _count_announcements(aws: Rehearsal, by_arn: dict[str, Execution], fates: dict[str, MessageFate]) -> None:
+    """An announcement names its execution; the execution's input names the message."""
+    for _subject, text in aws.notifications():
+        for arn in set(_EXECUTION_ARN.findall(text)):
+            found = by_arn.get(arn)
+            fate = fates.get(found.message_id or "") if found is not None else None
+            if fate is not None:
+                fate.announcements += 1
+
+
+def _failure_records(aws: Rehearsal) -> list[dict[str, Any]]:
+    records = []
+    for message in aws.messages("FailureDlqUrl"):
+        body = json.loads(message["Body"])
+        if isinstance(body, dict) and "record" in body:
+            records.append(body)
+    return records
