@@ -42,7 +42,9 @@ class AlarmConfig(_Model):
     """Thresholds and periods of the detection alarms."""
 
     period_minutes: int = Field(default=5, ge=1, le=60)
+    executions_failed_threshold: int = Field(default=1, ge=1)
     failure_rate_percent: float = Field(default=5.0, gt=0, le=100)
+    failure_rate_window_minutes: int = Field(default=60, ge=5, le=1440)
     failure_rate_min_started: int = Field(default=20, ge=1)
     source_queue_max_age_seconds: int = Field(default=300, ge=60)
     failure_events_queue_depth: int = Field(default=1, ge=1)
@@ -53,8 +55,9 @@ class AppConfig(_Model):
 
     environment_name: str = Field(default="dev", pattern=r"^[a-z][a-z0-9-]{0,15}$")
     alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-    slack_workspace_id: str | None = None
-    slack_channel_id: str | None = None
+    # Amazon Q Developer in chat applications (AWS Chatbot): the Slack team id (T...) and channel id (C...).
+    slack_workspace_id: str | None = Field(default=None, pattern=r"^[0-9A-Z]{1,255}$")
+    slack_channel_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]{1,255}$")
     webhook_url: str | None = Field(default=None, pattern=r"^https://\S+$")
     log_retention_days: int = 30
     dlq_retention_days: int = Field(default=MAX_RETENTION_DAYS, ge=1, le=MAX_RETENTION_DAYS)

@@ -11,6 +11,9 @@ from stacks.config import AppConfig
 from stacks.constructs.execution_events import ExecutionEvents
 from stacks.constructs.failure_handling import FailureHandling
 from stacks.constructs.messaging_key import MessagingKey
+from stacks.constructs.monitoring import Monitoring
+from stacks.constructs.monitoring_metrics import MonitoredResources
+from stacks.constructs.notifications import SlackNotifications
 from stacks.constructs.order_pipe import OrderPipe
 from stacks.constructs.order_saga import HANDLED_FAILURE_ERROR, OrderSaga
 from stacks.constructs.saga_tasks import SagaTasks
@@ -53,6 +56,25 @@ class FireAndForgetStack(Stack):
             handled_error=HANDLED_FAILURE_ERROR,
             alerts_topic=failure.alerts_topic,
         )
+        SlackNotifications(self, "Notifications", config=config, topic=failure.alerts_topic)
+        monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=config.alarms,
+            alerts_topic=failure.alerts_topic,
+            resources=MonitoredResources(
+                state_machine=saga.state_machine,
+                source_queue=source.queue,
+                source_dlq=source.dead_letter_queue,
+                failure_dlq=failure.failure_dlq,
+                failure_events_queue=execution_events.failure_events_queue,
+                rule_target_dlq=execution_events.target_dlq,
+                pipe_name=pipe.pipe.ref,
+                rule=execution_events.rule,
+                functions=dict(tasks.functions),
+                undelivered_alerts=failure.undelivered_alerts,
+            ),
+        )
 
         outputs = {
             "SourceQueueUrl": source.queue.queue_url,
@@ -65,6 +87,7 @@ class FireAndForgetStack(Stack):
             "PipeName": pipe.pipe.ref,
             "PipeArn": pipe.pipe.attr_arn,
             "FailureRuleName": execution_events.rule.rule_name,
+            "DashboardName": monitoring.dashboard.dashboard_name,
         } | {f"{name}TableName": table.table_name for name, table in tasks.tables.items()}
         for output_id, value in outputs.items():
             CfnOutput(self, output_id, value=value)

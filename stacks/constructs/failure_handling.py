@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from stacks.config import AppConfig
@@ -16,6 +19,7 @@ class FailureHandling(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, config: AppConfig) -> None:
         super().__init__(scope, construct_id)
+        self.undelivered_alerts: sqs.Queue | None = None
         self.failure_dlq = dead_letter_queue(self, "FailureDlq", key=key, config=config)
         self.alerts_topic = sns.Topic(
             self,
@@ -24,7 +28,28 @@ class FailureHandling(Construct):
             master_key=key,
             enforce_ssl=True,
         )
+        if config.alarm_email or config.webhook_url:
+            self._subscribe(key, config)
+
+    def _subscribe(self, key: kms.IKey, config: AppConfig) -> None:
+        # An alert SNS could not deliver after its retries is kept here instead of being dropped. SNS writes to
+        # the encrypted queue on its own behalf, so the key must let it.
+        self.undelivered_alerts = dead_letter_queue(self, "UndeliveredAlertsDlq", key=key, config=config)
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowSnsDeadLetterDeliveries",
+                principals=[iam.ServicePrincipal("sns.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],  # in a key policy "*" means this key
+                # The topic's own ARN here would make the key and the topic depend on each other.
+                conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
+            )
+        )
         if config.alarm_email:
-            self.alerts_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+            self.alerts_topic.add_subscription(
+                subscriptions.EmailSubscription(config.alarm_email, dead_letter_queue=self.undelivered_alerts)
+            )
         if config.webhook_url:
-            self.alerts_topic.add_subscription(subscriptions.UrlSubscription(config.webhook_url))
+            self.alerts_topic.add_subscription(
+                subscriptions.UrlSubscription(config.webhook_url, dead_letter_queue=self.undelivered_alerts)
+            )

@@ -1,0 +1,330 @@
+"""Alarms, the composite, the dashboard and the Slack channel: each bound to this stack's resources."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks.constructs.monitoring_metrics import BUSINESS_REJECTIONS, COMPENSATIONS, EXPECTED_ERRORS, STEP_OUTCOMES
+from stacks.constructs.saga_tasks import TASKS
+from tests.support.cdk import cdk_context, load_template, synthesize
+from tests.support.template import of_type, one, ref_or_att
+
+LAMBDAS = Path(__file__).resolve().parents[2] / "lambdas"
+ALARM = "AWS::CloudWatch::Alarm"
+FUNCTIONS = tuple(spec.construct_id for spec in TASKS)
+QUEUES = {  # the runbook's name -> logical id prefix
+    "SourceQueue": "SourceQueue2",
+    "SourceDlq": "SourceQueueSourceDlq",
+    "FailureDlq": "FailureHandlingFailureDlq",
+    "FailureEventsQueue": "ExecutionEventsFailureEventsQueue",
+    "RuleTargetDlq": "ExecutionEventsTargetDlq",
+}
+# alarm id -> (namespace, metric, dimension name, resource (type, id prefix), statistic, threshold)
+MACHINE = ("AWS::StepFunctions::StateMachine", "OrderSaga")
+SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float]] = {
+    "ExecutionsFailed": ("AWS/States", "ExecutionsFailed", "StateMachineArn", MACHINE, "Sum", 1),
+    "ExecutionsTimedOut": ("AWS/States", "ExecutionsTimedOut", "StateMachineArn", MACHINE, "Sum", 1),
+    "ExecutionsAborted": ("AWS/States", "ExecutionsAborted", "StateMachineArn", MACHINE, "Sum", 1),
+    # The documented name is singular; CDK's metricThrottled() would emit "ExecutionsThrottled", never published.
+    "ExecutionThrottled": ("AWS/States", "ExecutionThrottled", "StateMachineArn", MACHINE, "Sum", 1),
+    "FailureDlqNotEmpty": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName",
+                           ("AWS::SQS::Queue", QUEUES["FailureDlq"]), "Maximum", 1),
+    "SourceDlqNotEmpty": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName",
+                          ("AWS::SQS::Queue", QUEUES["SourceDlq"]), "Maximum", 1),
+    "FailureEventsWaiting": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName",
+                             ("AWS::SQS::Queue", QUEUES["FailureEventsQueue"]), "Maximum", 1),
+    "RuleTargetDlqNotEmpty": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName",
+                              ("AWS::SQS::Queue", QUEUES["RuleTargetDlq"]), "Maximum", 1),
+    "SourceQueueBacklog": ("AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName",
+                           ("AWS::SQS::Queue", QUEUES["SourceQueue"]), "Maximum", 300),
+    "PipeExecutionFailed": ("AWS/EventBridge/Pipes", "ExecutionFailed", "PipeName",
+                            ("AWS::Pipes::Pipe", "OrderPipe"), "Sum", 1),
+    "PipeExecutionThrottled": ("AWS/EventBridge/Pipes", "ExecutionThrottled", "PipeName",
+                               ("AWS::Pipes::Pipe", "OrderPipe"), "Sum", 1),
+    "RuleFailedInvocations": ("AWS/Events", "FailedInvocations", "RuleName",
+                              ("AWS::Events::Rule", "ExecutionEventsRule"), "Sum", 1),
+} | {
+    f"{task}Throttles": ("AWS/Lambda", "Throttles", "FunctionName",
+                         ("AWS::Lambda::Function", f"SagaTasks{task}Function"), "Sum", 1)
+    for task in FUNCTIONS
+}
+FUNCTION_ALARMS = {f"{task}{kind}" for task in FUNCTIONS for kind in ("UnexpectedErrors", "Throttles")}
+EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate"}
+
+
+def alarm(template: dict[str, Any], alarm_id: str) -> tuple[str, dict[str, Any]]:
+    logical_id, resource = one(template, ALARM, f"Monitoring{alarm_id}")
+    props: dict[str, Any] = resource["Properties"]
+    return logical_id, props
+
+
+def metric_stats(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Metric id -> MetricStat, for both forms CloudFormation has (CDK writes Metrics once a metric has a label)."""
+    if "Metrics" not in props:
+        metric = {key: props[key] for key in ("Namespace", "MetricName", "Dimensions")}
+        return {"m1": {"Metric": metric, "Stat": props["Statistic"], "Period": props["Period"]}}
+    return {m["Id"]: m["MetricStat"] for m in props["Metrics"] if "MetricStat" in m}
+
+
+def dimensions(metric_stat: dict[str, Any]) -> dict[str, Any]:
+    return {d["Name"]: d["Value"] for d in metric_stat["Metric"].get("Dimensions", [])}
+
+
+@pytest.fixture(scope="module")
+def topic_id(template: dict[str, Any]) -> str:
+    return one(template, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")[0]
+
+
+@pytest.fixture(scope="module")
+def composite(template: dict[str, Any]) -> dict[str, Any]:
+    props: dict[str, Any] = one(template, "AWS::CloudWatch::CompositeAlarm", "MonitoringSagaTasksUnhealthy")[1][
+        "Properties"]
+    return props
+
+
+def test_every_alarm_is_one_this_file_checks(template: dict[str, Any]) -> None:
+    ids = set(of_type(template, ALARM))
+    assert len(ids) == len(EVERY_ALARM)
+    for alarm_id in EVERY_ALARM:
+        alarm(template, alarm_id)  # exactly one resource per expected alarm
+
+
+@pytest.mark.parametrize("alarm_id", sorted(SINGLE_METRIC_ALARMS))
+def test_single_metric_alarm(template: dict[str, Any], topic_id: str, alarm_id: str) -> None:
+    namespace, name, dimension, (resource_type, prefix), statistic, threshold = SINGLE_METRIC_ALARMS[alarm_id]
+    _, props = alarm(template, alarm_id)
+    (metric_stat,) = metric_stats(props).values()
+    assert metric_stat["Metric"]["Namespace"] == namespace
+    assert metric_stat["Metric"]["MetricName"] == name
+    values = dimensions(metric_stat)
+    assert set(values) == {dimension}
+    assert ref_or_att(values[dimension]) == one(template, resource_type, prefix)[0]
+    assert metric_stat["Stat"] == statistic
+    assert metric_stat["Period"] == 300
+    assert props["Threshold"] == threshold
+    assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert (props["EvaluationPeriods"], props["DatapointsToAlarm"]) == (1, 1)
+    # Every metric here is absent when nothing happened (and FailedInvocations whenever it is zero).
+    assert props["TreatMissingData"] == "notBreaching"
+    if alarm_id in FUNCTION_ALARMS:
+        assert "AlarmActions" not in props  # reported through the composite
+    else:
+        assert props["AlarmActions"] == [{"Ref": topic_id}]
+    assert "docs/runbook.md#" in props["AlarmDescription"]
+
+
+def test_failure_rate_is_failed_over_started_guarded_by_a_minimum(template: dict[str, Any], topic_id: str) -> None:
+    _, props = alarm(template, "FailureRate")
+    (expression,) = [m for m in props["Metrics"] if "Expression" in m]
+    assert expression["ReturnData"] is True
+    assert expression["Expression"] == (
+        "IF(FILL(started, 0) >= 20, 100 * (FILL(failed, 0) + FILL(timedOut, 0) + FILL(aborted, 0)) / started, 0)"
+    )
+    machine_id = one(template, *MACHINE)[0]
+    stats = metric_stats(props)
+    assert {k: v["Metric"]["MetricName"] for k, v in stats.items()} == {
+        "started": "ExecutionsStarted", "failed": "ExecutionsFailed", "timedOut": "ExecutionsTimedOut",
+        "aborted": "ExecutionsAborted",
+    }
+    for stat in stats.values():
+        assert stat["Metric"]["Namespace"] == "AWS/States"
+        assert ref_or_att(dimensions(stat)["StateMachineArn"]) == machine_id
+        assert (stat["Stat"], stat["Period"]) == ("Sum", 3600)
+    assert props["Threshold"] == 5
+    assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert props["TreatMissingData"] == "notBreaching"
+    assert props["AlarmActions"] == [{"Ref": topic_id}]
+
+
+@pytest.mark.parametrize("task", FUNCTIONS)
+def test_unexpected_errors_subtract_the_business_errors_the_function_raises(template: dict[str, Any],
+                                                                           task: str) -> None:
+    _, props = alarm(template, f"{task}UnexpectedErrors")
+    (expression,) = [m["Expression"] for m in props["Metrics"] if "Expression" in m]
+    stats = metric_stats(props)
+    errors = stats["errors"]["Metric"]
+    assert (errors["Namespace"], errors["MetricName"]) == ("AWS/Lambda", "Errors")
+    assert ref_or_att(dimensions(stats["errors"])["FunctionName"]) == one(
+        template, "AWS::Lambda::Function", f"SagaTasks{task}Function")[0]
+    expected = {stat["Metric"]["MetricName"] for key, stat in stats.items() if key != "errors"}
+    assert expected == set(EXPECTED_ERRORS[task])
+    for key, stat in stats.items():
+        assert (stat["Stat"], stat["Period"]) == ("Sum", 300)
+        if key != "errors":
+            assert stat["Metric"]["Namespace"] == "FireAndForget"
+            assert dimensions(stat) == {"service": "order-saga"}
+            assert f"- FILL({key}, 0)" in expression
+    assert expression.startswith("FILL(errors, 0)")
+    assert (props["Threshold"], props["TreatMissingData"]) == (1, "notBreaching")
+    assert "AlarmActions" not in props
+
+
+@pytest.mark.parametrize("task", FUNCTIONS)
+def test_expected_errors_are_counted_by_that_function(task: str) -> None:
+    """The subtraction is right only if the handler counts each business error it raises: read its code."""
+    module = next(spec.module for spec in TASKS if spec.construct_id == task)
+    counted = set(re.findall(r'count\("(\w+)"\)', "".join(p.read_text() for p in (LAMBDAS / module).glob("*.py"))))
+    assert set(EXPECTED_ERRORS[task]) <= counted
+
+
+def test_composite_reports_every_function_alarm_once(template: dict[str, Any], composite: dict[str, Any],
+                                                     topic_id: str) -> None:
+    assert composite["AlarmActions"] == [{"Ref": topic_id}]
+    parts = composite["AlarmRule"]["Fn::Join"][1]
+    referenced = {ref_or_att(part) for part in parts if isinstance(part, dict)}
+    assert referenced == {alarm(template, alarm_id)[0] for alarm_id in FUNCTION_ALARMS}
+    text = "".join(part for part in parts if isinstance(part, str))
+    assert set(re.findall(r"\) (\w+) ALARM", text)) == {"OR"}
+
+
+def test_every_alarm_reaches_the_topic_exactly_once(template: dict[str, Any], composite: dict[str, Any],
+                                                    topic_id: str) -> None:
+    in_composite = {ref_or_att(p) for p in composite["AlarmRule"]["Fn::Join"][1] if isinstance(p, dict)}
+    for logical_id, resource in of_type(template, ALARM).items():
+        direct = resource["Properties"].get("AlarmActions") == [{"Ref": topic_id}]
+        assert direct != (logical_id in in_composite), logical_id
+
+
+# --- dashboard -------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def widgets(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """The dashboard body with every Ref / GetAtt replaced by `<<LogicalId>>`, parsed."""
+    (dashboard,) = of_type(template, "AWS::CloudWatch::Dashboard").values()
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    body = "".join(part if isinstance(part, str) else f"<<{ref_or_att(part)}>>" for part in parts)
+    found: list[dict[str, Any]] = json.loads(body)["widgets"]
+    return found
+
+
+def metric_rows(widgets: list[dict[str, Any]]) -> list[list[Any]]:
+    return [row for w in widgets if w["type"] == "metric" for row in w["properties"]["metrics"]]
+
+
+def test_every_dashboard_metric_is_bound_to_a_resource_of_this_stack(template: dict[str, Any],
+                                                                   widgets: list[dict[str, Any]]) -> None:
+    own = {
+        "StateMachineArn": {one(template, *MACHINE)[0]},
+        "QueueName": {one(template, "AWS::SQS::Queue", prefix)[0] for prefix in QUEUES.values()},
+        "FunctionName": {one(template, "AWS::Lambda::Function", f"SagaTasks{t}Function")[0] for t in FUNCTIONS},
+        "PipeName": {one(template, "AWS::Pipes::Pipe", "OrderPipe")[0]},
+        "RuleName": {one(template, "AWS::Events::Rule", "ExecutionEventsRule")[0]},
+    }
+    rows = metric_rows(widgets)
+    assert rows
+    for namespace, _name, dimension, value, _options in rows:
+        if namespace == "FireAndForget":
+            assert (dimension, value) == ("service", "order-saga")
+        else:
+            assert value.removeprefix("<<").removesuffix(">>") in own[dimension], (namespace, dimension, value)
+
+
+def test_dashboard_shows_execution_trends_per_hour_day_and_week(widgets: list[dict[str, Any]]) -> None:
+    trends = [w["properties"] for w in widgets if w["properties"].get("title", "").startswith("Order saga executions")]
+    assert sorted(t["period"] for t in trends) == [3600, 86400, 604800]
+    for trend in trends:
+        names = {row[1] for row in trend["metrics"]}
+        assert {"ExecutionsStarted", "ExecutionsSucceeded", "ExecutionsFailed"} <= names
+        assert {row[4]["period"] for row in trend["metrics"]} == {trend["period"]}
+
+
+def test_dashboard_counts_what_the_handlers_publish(widgets: list[dict[str, Any]]) -> None:
+    shown = {row[1] for row in metric_rows(widgets) if row[0] == "FireAndForget"}
+    published = set(re.findall(r'count\("(\w+)"\)', "".join(p.read_text() for p in LAMBDAS.rglob("*.py"))))
+    assert shown == published  # every handler metric is on the dashboard, and nothing the handlers never send
+    assert {*STEP_OUTCOMES, *BUSINESS_REJECTIONS, *COMPENSATIONS, "CompensationsFailed"} == shown
+
+
+def test_dashboard_shows_queues_pipe_and_functions(template: dict[str, Any], widgets: list[dict[str, Any]]) -> None:
+    rows = metric_rows(widgets)
+    depth = {row[3] for row in rows if row[1] == "ApproximateNumberOfMessagesVisible"}
+    assert len(depth) == len(QUEUES)
+    assert any(row[1] == "ApproximateAgeOfOldestMessage" for row in rows)
+    pipe = {row[1] for row in rows if row[0] == "AWS/EventBridge/Pipes"}
+    assert {"Invocations", "ExecutionFailed", "ExecutionThrottled", "Duration"} <= pipe
+    for metric in ("Errors", "Duration", "Throttles"):
+        assert len({row[3] for row in rows if row[:2] == ["AWS/Lambda", metric]}) == len(FUNCTIONS), metric
+
+
+def test_alarm_status_widget_lists_every_alarm(template: dict[str, Any], widgets: list[dict[str, Any]]) -> None:
+    (status,) = [w for w in widgets if w["type"] == "alarm"]
+    listed = {arn.removeprefix("<<").removesuffix(">>") for arn in status["properties"]["alarms"]}
+    assert listed == set(of_type(template, ALARM)) | set(of_type(template, "AWS::CloudWatch::CompositeAlarm"))
+
+
+# --- configured channels and thresholds ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def configured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A second app with every channel configured and other alarm numbers (synth runs cdk-nag on it too)."""
+    context = cdk_context() | {
+        "ff:alarmEmail": "ops@example.com",
+        "ff:webhookUrl": "https://hooks.example.com/alerts",
+        "ff:slackWorkspaceId": "T0123ABCD",
+        "ff:slackChannelId": "C0456EFGH",
+        "ff:alarms": {"periodMinutes": 1, "failureRatePercent": 10, "failureRateWindowMinutes": 30,
+                      "failureRateMinStarted": 50, "sourceQueueMaxAgeSeconds": 900, "executionsFailedThreshold": 3},
+    }
+    return load_template(synthesize(tmp_path_factory.mktemp("configured"), context=context))
+
+
+def test_no_slack_channel_unless_configured(template: dict[str, Any]) -> None:
+    assert of_type(template, "AWS::Chatbot::SlackChannelConfiguration") == {}
+
+
+def test_slack_channel_relays_the_alerts_topic_read_only(configured: dict[str, Any]) -> None:
+    (channel,) = of_type(configured, "AWS::Chatbot::SlackChannelConfiguration").values()
+    props = channel["Properties"]
+    assert (props["SlackWorkspaceId"], props["SlackChannelId"]) == ("T0123ABCD", "C0456EFGH")
+    assert [ref_or_att(t) for t in props["SnsTopicArns"]] == [one(configured, "AWS::SNS::Topic",
+                                                                  "FailureHandlingAlertsTopic")[0]]
+    (guardrail,) = props["GuardrailPolicies"]
+    assert guardrail["Fn::Join"][1][-1] == ":iam::aws:policy/CloudWatchReadOnlyAccess"
+    role_id = ref_or_att(props["IamRoleArn"])
+    role = configured["Resources"][role_id]["Properties"]
+    assert "ManagedPolicyArns" not in role and "Policies" not in role
+    assert not [p for p in of_type(configured, "AWS::IAM::Policy").values()
+                if {"Ref": role_id} in p["Properties"]["Roles"]]
+
+
+def test_thresholds_and_periods_come_from_config(configured: dict[str, Any]) -> None:
+    _, rate = alarm(configured, "FailureRate")
+    assert rate["Threshold"] == 10
+    assert "FILL(started, 0) >= 50" in rate["Metrics"][0]["Expression"]
+    assert {s["Period"] for s in metric_stats(rate).values()} == {1800}
+    _, backlog = alarm(configured, "SourceQueueBacklog")
+    assert backlog["Threshold"] == 900
+    _, failed = alarm(configured, "ExecutionsFailed")
+    assert failed["Threshold"] == 3
+    assert {s["Period"] for s in metric_stats(failed).values()} == {60}
+
+
+def test_email_and_webhook_keep_what_they_could_not_deliver(configured: dict[str, Any]) -> None:
+    topic_id = one(configured, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")[0]
+    dlq_id = one(configured, "AWS::SQS::Queue", "FailureHandlingUndeliveredAlertsDlq")[0]
+    subscriptions = of_type(configured, "AWS::SNS::Subscription").values()
+    found = {s["Properties"]["Protocol"]: s["Properties"] for s in subscriptions}
+    assert set(found) == {"email", "https"}
+    for subscription in found.values():
+        assert ref_or_att(subscription["TopicArn"]) == topic_id
+        assert ref_or_att(subscription["RedrivePolicy"]["deadLetterTargetArn"]) == dlq_id
+    _, props = alarm(configured, "UndeliveredAlertsDlqNotEmpty")
+    (metric_stat,) = metric_stats(props).values()
+    assert metric_stat["Metric"]["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert ref_or_att(dimensions(metric_stat)["QueueName"]) == dlq_id
+    assert (props["Threshold"], props["AlarmActions"]) == (1, [{"Ref": topic_id}])
+
+
+def test_every_alarm_links_to_a_section_of_the_runbook(configured: dict[str, Any]) -> None:
+    runbook = (LAMBDAS.parent / "docs" / "runbook.md").read_text(encoding="utf-8")
+    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", runbook, re.M)}
+    alarms = {**of_type(configured, ALARM), **of_type(configured, "AWS::CloudWatch::CompositeAlarm")}
+    for logical_id, resource in alarms.items():
+        (section,) = re.findall(r"docs/runbook\.md#([\w-]+)", resource["Properties"]["AlarmDescription"])
+        assert section in anchors, logical_id
+    assert "## Recovery procedures" in runbook
