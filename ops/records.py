@@ -1,0 +1,157 @@
+"""The failure DLQ's messages: HandleFailure's failure records, parsed, and how an operator selects them."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
+
+# The `kind` HandleFailure writes (statemachines/order_saga.asl.json); anything else is not ours.
+RECORD_KIND = "fire-and-forget.order-failure.v1"
+PREVIEW_CHARS = 200
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    """One failed order as HandleFailure recorded it, with the DLQ message that carries it."""
+
+    message_id: str  # of the DLQ message
+    receipt_handle: str
+    source_message_id: str | None  # of the original message on the source queue
+    order_id: str | None  # None when the body is not an order (InvalidOrder)
+    error: str
+    cause: str | None
+    failed_state: str
+    failed_at: datetime | None
+    manual_repair: bool
+    compensation: Any
+    execution_arn: str | None
+    state_machine_arn: str | None
+    body: str  # the original message body, unchanged
+    message_attributes: dict[str, Any]  # the original message attributes, as the pipe's record holds them
+    record: dict[str, Any]  # the whole SQS record the execution started with
+
+    def send_attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
+        """The original message attributes in SendMessage's shape (the record holds them in the event shape)."""
+        return {name: _send_attribute(value) for name, value in self.message_attributes.items()
+                if isinstance(value, dict)}
+
+
+@dataclass(frozen=True)
+class UnrecognizedMessage:
+    """A DLQ message that is not a failure record: shown, never redriven, never deleted."""
+
+    message_id: str
+    receipt_handle: str
+    reason: str
+    body_preview: str
+
+
+def parse(message: MessageTypeDef) -> FailureRecord | UnrecognizedMessage:
+    """Parse one received DLQ message; anything unexpected becomes an UnrecognizedMessage with the reason."""
+    message_id, receipt, body = message["MessageId"], message["ReceiptHandle"], message.get("Body", "")
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return UnrecognizedMessage(message_id, receipt, "the body is not JSON", body[:PREVIEW_CHARS])
+    problem = _problem(document)
+    if problem is not None:
+        return UnrecognizedMessage(message_id, receipt, problem, body[:PREVIEW_CHARS])
+    record, failure = document["record"], document["failure"]
+    return FailureRecord(
+        message_id=message_id,
+        receipt_handle=receipt,
+        source_message_id=_str(record.get("messageId")),
+        order_id=_order_id(record["body"]),
+        error=failure["error"],
+        cause=_str(failure.get("cause")),
+        failed_state=failure["state"],
+        failed_at=parse_time(document.get("failedAt")),
+        manual_repair=document.get("manualRepair") is True,
+        compensation=document.get("compensation"),
+        execution_arn=_str(document.get("executionArn")),
+        state_machine_arn=_str(document.get("stateMachineArn")),
+        body=record["body"],
+        message_attributes=record.get("messageAttributes") or {},
+        record=record,
+    )
+
+
+def _problem(document: Any) -> str | None:
+    if not isinstance(document, dict):
+        return "the body is not a JSON object"
+    if document.get("kind") != RECORD_KIND:
+        return f"kind is {document.get('kind')!r}, not {RECORD_KIND!r}"
+    record, failure = document.get("record"), document.get("failure")
+    if not isinstance(record, dict) or not isinstance(record.get("body"), str):
+        return "record.body (the original message) is missing"
+    if not isinstance(failure, dict) or not isinstance(failure.get("error"), str) \
+            or not isinstance(failure.get("state"), str):
+        return "failure.error or failure.state is missing"
+    attributes = record.get("messageAttributes")
+    if attributes is not None and not isinstance(attributes, dict):
+        return "record.messageAttributes is not an object"
+    return None
+
+
+def _order_id(body: str) -> str | None:
+    try:
+        order = json.loads(body)
+    except ValueError:
+        return None
+    order_id = order.get("orderId") if isinstance(order, dict) else None
+    return order_id if isinstance(order_id, str) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _send_attribute(value: dict[str, Any]) -> MessageAttributeValueTypeDef:
+    """Pipes and Lambda deliver {stringValue, binaryValue (base64), dataType}; SendMessage wants
+    {StringValue, BinaryValue (bytes), DataType}."""
+    data_type = str(value.get("dataType") or value.get("DataType") or "String")
+    binary = value.get("binaryValue") or value.get("BinaryValue")
+    if binary is not None and data_type.startswith("Binary"):
+        raw = base64.b64decode(binary) if isinstance(binary, str) else bytes(binary)
+        return {"DataType": data_type, "BinaryValue": raw}
+    return {"DataType": data_type, "StringValue": str(value.get("stringValue") or value.get("StringValue") or "")}
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An ISO 8601 time (Step Functions writes `2026-11-29T16:43:55.123Z`), as an aware datetime."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which failure records a command acts on: every given criterion must match (each list is an OR)."""
+
+    order_ids: frozenset[str] = frozenset()
+    errors: frozenset[str] = frozenset()
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @property
+    def is_everything(self) -> bool:
+        return not (self.order_ids or self.errors or self.since or self.until)
+
+    def matches(self, record: FailureRecord) -> bool:
+        if self.order_ids and record.order_id not in self.order_ids:
+            return False
+        if self.errors and record.error not in self.errors:
+            return False
+        if self.since and (record.failed_at is None or record.failed_at < self.since):
+            return False
+        return not (self.until and (record.failed_at is None or record.failed_at > self.until))

@@ -1,0 +1,141 @@
+"""`failures redrive`: failed orders back to the source queue, each deleted from the DLQ only once it was sent.
+
+Per message: SendMessage to the source queue (original body and attributes), then DeleteMessage from the failure
+DLQ with the latest receipt handle. An interruption before the send leaves the message in the DLQ; between the
+send and the delete it leaves it in both places: a duplicate, which the idempotent handlers absorb (a redriven
+message gets a new SQS messageId, a new saga attempt, and the domain guards find the work already done). Nothing
+is ever lost. Messages read but not redriven are made visible again (ops/dlq.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
+from ops.errors import ACCESS_CODES, THROTTLING_CODES, error_code
+from ops.records import FailureRecord, Selection, UnrecognizedMessage, parse
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+class Action(StrEnum):
+    """What became of one selected DLQ message."""
+
+    REDRIVEN = "redriven"  # sent to the source queue and deleted from the DLQ
+    WOULD_REDRIVE = "would-redrive"  # --dry-run
+    REFUSED_MANUAL_REPAIR = "refused-manual-repair"  # manualRepair is true and --force was not given
+    UNRECOGNIZED = "unrecognized"  # not a failure record: left in the DLQ
+    SEND_FAILED = "send-failed"  # the source queue refused it: left in the DLQ
+    SENT_NOT_DELETED = "sent-not-deleted"  # sent, but the delete failed: in both queues (a duplicate, absorbed)
+
+
+LEFT_BEHIND = {Action.REFUSED_MANUAL_REPAIR, Action.UNRECOGNIZED, Action.SEND_FAILED, Action.SENT_NOT_DELETED}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    message_id: str
+    order_id: str | None
+    error: str | None
+    action: Action
+    new_message_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class RedriveReport:
+    dry_run: bool
+    read: int = 0
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def count(self, action: Action) -> int:
+        return sum(1 for outcome in self.outcomes if outcome.action is action)
+
+    @property
+    def complete(self) -> bool:
+        """True when nothing selected was left behind."""
+        return not any(outcome.action in LEFT_BEHIND for outcome in self.outcomes)
+
+
+@dataclass(frozen=True)
+class RedriveRequest:
+    selection: Selection
+    dry_run: bool = False
+    max_messages: int | None = None
+    force: bool = False
+    visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT
+    wait_seconds: int | None = None
+
+
+def redrive_failures(sqs: SQSClient, dlq_url: str, source_url: str, request: RedriveRequest,
+                     progress: Callable[[Outcome], None] | None = None) -> RedriveReport:
+    """Redrive the selected records batch by batch; returns what became of each."""
+    report = RedriveReport(dry_run=request.dry_run)
+    quota = request.max_messages
+    with HeldMessages(sqs, dlq_url, visibility_timeout=request.visibility_timeout,
+                      wait_seconds=request.wait_seconds) as held:
+        while quota is None or quota > 0:
+            batch = held.receive()
+            if not batch:
+                break
+            for message in batch:
+                if quota is not None and quota <= 0:
+                    break  # stays held, then released: untouched
+                outcome = _handle(sqs, held, parse(message), source_url, request)
+                if outcome is None:
+                    continue
+                report.outcomes.append(outcome)
+                if progress is not None:
+                    progress(outcome)
+                if quota is not None and outcome.action in (Action.REDRIVEN, Action.WOULD_REDRIVE):
+                    quota -= 1
+        report.read = held.read
+    return report
+
+
+def _handle(sqs: SQSClient, held: HeldMessages, parsed: FailureRecord | UnrecognizedMessage, source_url: str,
+            request: RedriveRequest) -> Outcome | None:
+    if isinstance(parsed, UnrecognizedMessage):
+        # Only reported when everything was asked for: a filter cannot say whether a foreign message matches.
+        if not request.selection.is_everything:
+            return None
+        return Outcome(parsed.message_id, None, None, Action.UNRECOGNIZED, reason=parsed.reason)
+    if not request.selection.matches(parsed):
+        return None
+    if parsed.manual_repair and not request.force:
+        return _outcome(parsed, Action.REFUSED_MANUAL_REPAIR,
+                        reason="a compensation failed: repair the order by hand, then redrive with --force")
+    if request.dry_run:
+        return _outcome(parsed, Action.WOULD_REDRIVE)
+    return _send_then_delete(sqs, held, parsed, source_url)
+
+
+def _send_then_delete(sqs: SQSClient, held: HeldMessages, record: FailureRecord, source_url: str) -> Outcome:
+    try:
+        attributes = record.send_attributes()
+        if attributes:
+            sent = sqs.send_message(QueueUrl=source_url, MessageBody=record.body, MessageAttributes=attributes)
+        else:
+            sent = sqs.send_message(QueueUrl=source_url, MessageBody=record.body)
+    except ClientError as error:
+        if error_code(error) in THROTTLING_CODES | ACCESS_CODES:
+            raise  # every other message would fail the same way: stop; everything unsent stays in the DLQ
+        return _outcome(record, Action.SEND_FAILED, reason=f"{error_code(error)}: {error}")
+    new_id = sent["MessageId"]
+    try:
+        sqs.delete_message(QueueUrl=held.queue_url, ReceiptHandle=held.receipt(record.message_id))
+    except ClientError as error:
+        return _outcome(record, Action.SENT_NOT_DELETED, new_id, reason=f"{error_code(error)}: {error}")
+    held.forget(record.message_id)
+    return _outcome(record, Action.REDRIVEN, new_id)
+
+
+def _outcome(record: FailureRecord, action: Action, new_message_id: str | None = None,
+             reason: str | None = None) -> Outcome:
+    return Outcome(record.message_id, record.order_id, record.error, action, new_message_id, reason)

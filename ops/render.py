@@ -1,0 +1,123 @@
+"""What an operator reads: rich tables and one-line summaries (the --json documents are in ops/report.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.console import Console
+from rich.table import Table
+
+from ops.executions import ExecutionOutcome, Verdict
+from ops.failures import FailureListing
+from ops.records import FailureRecord
+from ops.redrive import Action, Outcome, RedriveReport
+from ops.source_dlq import MoveResult, MoveTask
+from ops.status import StackStatus
+
+
+def _when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%SZ") if value is not None else "-"
+
+
+def _short(text: str | None, width: int = 60) -> str:
+    if not text:
+        return "-"
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def failures_list(console: Console, listing: FailureListing) -> None:
+    table = Table(title=f"Failure DLQ: {len(listing.records)} shown, {listing.read} read, "
+                        f"~{listing.approximate_depth} in the queue")
+    for column in ("order", "error", "failed state", "failed at", "manual repair", "cause", "DLQ message"):
+        table.add_column(column)
+    for r in listing.records:
+        table.add_row(r.order_id or "(no order id)", r.error, r.failed_state, _when(r.failed_at),
+                      "[bold red]YES[/]" if r.manual_repair else "no", _short(r.cause, 50), r.message_id)
+    console.print(table)
+    if listing.truncated:
+        console.print("[yellow]More messages than --limit: raise --limit to read them all.[/]")
+    for m in listing.unrecognized:
+        console.print(f"[yellow]Not a failure record[/] {m.message_id}: {m.reason}. Left in the queue untouched.")
+    console.print("Every message read was made visible again.")
+
+
+def failure_detail(console: Console, record: FailureRecord) -> None:
+    table = Table(show_header=False, title=f"Failure {record.message_id}")
+    table.add_column(style="bold")
+    table.add_column()
+    rows = [
+        ("order id", record.order_id or "(no order id: the body is not an order)"),
+        ("error", record.error), ("cause", record.cause or "-"), ("failed state", record.failed_state),
+        ("failed at", _when(record.failed_at)), ("manual repair", "YES" if record.manual_repair else "no"),
+        ("compensation", str(record.compensation)), ("execution", record.execution_arn or "-"),
+        ("source message id", record.source_message_id or "-"), ("body", record.body),
+        ("message attributes", str(record.message_attributes or "-")),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+
+
+def redrive_progress(console: Console, outcome: Outcome) -> None:
+    label = outcome.order_id or outcome.message_id
+    detail = f" -> {outcome.new_message_id}" if outcome.new_message_id else ""
+    reason = f" ({outcome.reason})" if outcome.reason else ""
+    console.print(f"{outcome.action.value:>22}  {label}  {outcome.error or ''}{detail}{reason}")
+
+
+def redrive_summary(console: Console, report: RedriveReport) -> None:
+    counts = ", ".join(f"{action.value} {report.count(action)}" for action in Action if report.count(action))
+    prefix = "Dry run: nothing sent or deleted. " if report.dry_run else ""
+    console.print(f"{prefix}Read {report.read} messages; {counts or 'nothing selected'}.")
+    if report.count(Action.REFUSED_MANUAL_REPAIR):
+        console.print("[yellow]Orders needing manual repair were left in the DLQ: repair them, then use --force.[/]")
+    if report.count(Action.SENT_NOT_DELETED):
+        console.print("[yellow]Some messages were sent but stay in the DLQ: a later redrive duplicates them, "
+                      "which the handlers absorb.[/]")
+
+
+def move_progress(console: Console, task: MoveTask) -> None:
+    total = f"/{task.to_move}" if task.to_move is not None else ""
+    reason = f" ({task.failure_reason})" if task.failure_reason else ""
+    console.print(f"move task {task.status}: {task.moved}{total} messages moved{reason}")
+
+
+def move_summary(console: Console, result: MoveResult) -> None:
+    if result.task is None:
+        console.print("The source DLQ is empty: nothing to move.")
+        return
+    how = "Started a move task" if result.started else "A move task was already running; followed it"
+    console.print(f"{how}. Status {result.task.status}, {result.task.moved} messages moved.")
+    if result.task.status == "RUNNING":
+        console.print("The task goes on by itself; `ff-ops status` shows the queues.")
+
+
+def executions_summary(console: Console, outcomes: list[ExecutionOutcome], dry_run: bool) -> None:
+    table = Table(title=("Dry run: " if dry_run else "") + f"{len(outcomes)} unsuccessful executions")
+    for column in ("execution", "status", "error", "stopped", "verdict", "reason"):
+        table.add_column(column)
+    for o in outcomes:
+        table.add_row(o.execution_arn.rsplit(":", 1)[1], o.status, o.error or "-", _when(o.stop_date),
+                      o.verdict.value, _short(o.reason, 50))
+    console.print(table)
+    counts = {v.value: sum(1 for o in outcomes if o.verdict is v) for v in Verdict}
+    console.print(", ".join(f"{k} {n}" for k, n in counts.items() if n) or "Nothing to redrive.")
+
+
+def status(console: Console, report: StackStatus) -> None:
+    queues = Table(title=f"{report.stack} ({report.region})")
+    for column in ("queue", "visible", "in flight", "delayed", "oldest (s)"):
+        queues.add_column(column)
+    for q in report.queues:
+        age = f"{q.oldest_age_seconds:.0f}" if q.oldest_age_seconds is not None else "-"
+        queues.add_row(q.label, str(q.visible), str(q.in_flight), str(q.delayed), age)
+    console.print(queues)
+    pipe = report.pipe
+    colour = "green" if pipe.current_state == "RUNNING" else "red"
+    reason = f" — {pipe.state_reason}" if pipe.state_reason else ""
+    console.print(f"Pipe {pipe.name}: [{colour}]{pipe.current_state}[/] (desired {pipe.desired_state}){reason}")
+    hours = report.window.total_seconds() / 3600
+    counts = ", ".join(f"{status.lower().replace('_', ' ')} {n}" for status, n in report.counts.items())
+    console.print(f"Executions in the last {hours:g} h: {counts}" + (" (at least)" if report.counts_truncated else ""))
+    for e in report.recent:
+        console.print(f"  {e.status:<9} {_when(e.stop_date)}  {e.execution_arn}")

@@ -1,0 +1,63 @@
+"""Finds the deployed stack's resources from its outputs: ff-ops never takes a copied ARN or URL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+from ops.errors import OutputsMissing, StackNotFound, error_code, translate
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudformation import CloudFormationClient
+
+DEFAULT_STACK_NAME = "FireAndForget"
+
+# The queues status reports, by output key, with the name an operator knows them by.
+QUEUES = {
+    "SourceQueueUrl": "source queue",
+    "SourceDlqUrl": "source DLQ",
+    "FailureDlqUrl": "failure DLQ",
+    "FailureEventsQueueUrl": "failure-events queue",
+    "EventTargetDlqUrl": "rule target DLQ",
+}
+
+
+@dataclass(frozen=True)
+class DeployedStack:
+    """A stack's name, status and outputs."""
+
+    name: str
+    status: str
+    outputs: dict[str, str]
+
+    def require(self, *keys: str) -> list[str]:
+        """The values of `keys`, in order; raises OutputsMissing naming every absent key."""
+        missing = [key for key in keys if not self.outputs.get(key)]
+        if missing:
+            raise OutputsMissing(
+                f"stack {self.name} ({self.status}) has no output {', '.join(missing)}",
+                "deploy the current version of the app (`npx cdk deploy`), or check --stack-name",
+            )
+        return [self.outputs[key] for key in keys]
+
+    def output(self, key: str) -> str:
+        (value,) = self.require(key)
+        return value
+
+
+def find_stack(cloudformation: CloudFormationClient, stack_name: str) -> DeployedStack:
+    """The stack's outputs; raises StackNotFound when the region has no stack of that name."""
+    try:
+        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    except ClientError as error:
+        # CloudFormation has no error code of its own for this: a missing stack is a ValidationError "does not exist".
+        if error_code(error) == "ValidationError" and "does not exist" in str(error):
+            region = cloudformation.meta.region_name
+            raise StackNotFound(f"no stack named {stack_name} in {region}",
+                                "check --stack-name and --region (or AWS_REGION / AWS_PROFILE)") from error
+        raise translate(error, f"reading stack {stack_name}") or error from error
+    stack = stacks[0]
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", []) if "OutputKey" in o}
+    return DeployedStack(name=stack["StackName"], status=stack["StackStatus"], outputs=outputs)
