@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from arrange_shipping.shipments import DynamoDBShipments, ShipmentStore
 from common import aws
 from common.errors import ShippingUnavailable
 from common.idempotency import StepKey, run_once
-from common.models import Order, order_from_context
 from common.observability import correlate, count, logger
+from common.order_context import ShippingInput, shipping_input
 from common.settings import ArrangeShippingSettings
+from common.shipments import DynamoDBShipments, ShipmentStore
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -47,25 +47,25 @@ def arrange_shipping(
     event: dict[str, Any], context: LambdaContext, *, settings: ArrangeShippingSettings, shipments: ShipmentStore
 ) -> dict[str, Any]:
     """Return the order context plus ``shipment``; raise ShippingUnavailable or InvalidOrder."""
-    order, attempt_id = order_from_context(event)
-    correlate(order_id=order.orderId, message_id=attempt_id)
-    key = StepKey(order.orderId, STEP, attempt_id)
+    order = shipping_input(event)
+    correlate(order_id=order.order_id, message_id=order.attempt_id)
+    key = StepKey(order.order_id, STEP, order.attempt_id)
     shipment = run_once(
         key,
-        lambda: _arrange(order, attempt_id, settings.served_countries, shipments),
+        lambda: _arrange(order, settings.served_countries, shipments),
         settings=settings.idempotency,
         context=context,
     )
     return {**event, "shipment": shipment}
 
 
-def _arrange(order: Order, attempt_id: str, served: frozenset[str], shipments: ShipmentStore) -> dict[str, Any]:
-    country = order.shippingAddress.country
+def _arrange(order: ShippingInput, served: frozenset[str], shipments: ShipmentStore) -> dict[str, Any]:
+    country = order.country
     if country not in served:
         count("ShippingUnavailable")
-        raise ShippingUnavailable(f"order {order.orderId}: no carrier serves {country}; served: {sorted(served)}")
-    address = order.shippingAddress.model_dump()
-    shipment, created = shipments.arrange(order.orderId, attempt_id, CARRIERS.get(country, DEFAULT_CARRIER), address)
+        raise ShippingUnavailable(f"order {order.order_id}: no carrier serves {country}; served: {sorted(served)}")
+    carrier = CARRIERS.get(country, DEFAULT_CARRIER)
+    shipment, created = shipments.arrange(order.order_id, order.attempt_id, carrier, order.address)
     if created:
         count("OrdersShipped")
     else:

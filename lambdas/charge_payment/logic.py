@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from common import aws
 from common.errors import PaymentDeclined
 from common.idempotency import StepKey, run_once
-from common.models import Order, order_from_context
 from common.observability import correlate, count, logger
+from common.order_context import ChargeInput, charge_input
 from common.payments import ChargeRequest, LedgerPaymentProvider, PaymentProvider
 from common.settings import ChargePaymentSettings
 
@@ -30,23 +30,21 @@ def charge_payment(
     event: dict[str, Any], context: LambdaContext, *, settings: ChargePaymentSettings, provider: PaymentProvider
 ) -> dict[str, Any]:
     """Return the order context plus ``payment``; raise PaymentDeclined or InvalidOrder."""
-    order, attempt_id = order_from_context(event)
-    correlate(order_id=order.orderId, message_id=attempt_id)
-    key = StepKey(order.orderId, STEP, attempt_id)
-    payment = run_once(
-        key, lambda: _charge(order, attempt_id, provider), settings=settings.idempotency, context=context
-    )
+    order = charge_input(event)
+    correlate(order_id=order.order_id, message_id=order.attempt_id)
+    key = StepKey(order.order_id, STEP, order.attempt_id)
+    payment = run_once(key, lambda: _charge(order, provider), settings=settings.idempotency, context=context)
     return {**event, "payment": payment}
 
 
-def _charge(order: Order, attempt_id: str, provider: PaymentProvider) -> dict[str, Any]:
+def _charge(order: ChargeInput, provider: PaymentProvider) -> dict[str, Any]:
     request = ChargeRequest(
-        order_id=order.orderId,
-        customer_id=order.customerId,
-        attempt_id=attempt_id,
-        amount=order.payment.amount,
-        currency=order.payment.currency,
-        payment_token=order.payment.paymentToken,
+        order_id=order.order_id,
+        customer_id=order.customer_id,
+        attempt_id=order.attempt_id,
+        amount=order.amount,
+        currency=order.currency,
+        payment_token=order.payment_token,
     )
     try:
         charge, created = provider.charge(request)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -30,8 +29,7 @@ if TYPE_CHECKING:
 KEY_JMESPATH = "[orderId, step, attemptId]"
 
 
-@dataclass(frozen=True)
-class StepKey:
+class StepKey(NamedTuple):
     order_id: str
     step: str
     attempt_id: str

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -19,8 +18,7 @@ RESERVED = "RESERVED"
 RELEASED = "RELEASED"
 
 
-@dataclass(frozen=True)
-class Reservation:
+class Reservation(NamedTuple):
     """What one order holds: the lines it took from stock, and the saga attempt that took them."""
 
     order_id: str

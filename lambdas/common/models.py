@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-import json
+import os
 from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from common.errors import InvalidOrder
-
-# ISO 4217 currencies the payment provider accepts, with their minor units (JPY has none). An explicit
-# allow-list: an unknown code is a producer bug we want to surface, not a charge in a currency we cannot settle.
-CURRENCY_MINOR_UNITS: dict[str, int] = {
-    "AUD": 2,
-    "CAD": 2,
-    "CHF": 2,
-    "EUR": 2,
-    "GBP": 2,
-    "JPY": 0,
-    "NZD": 2,
-    "SGD": 2,
-    "USD": 2,
-}
-
-MAX_BODY_CHARS = 64_000  # far above any real order; stops a pathological body before it is parsed
-MAX_LINE_ITEMS = 50  # one TransactWriteItems holds 100 actions: 50 stock updates + the reservation fit
-MAX_QUANTITY = 1_000
-MAX_AMOUNT = Decimal("1000000")
+from common.order_rules import (
+    CURRENCY_MINOR_UNITS,
+    MAX_AMOUNT,
+    MAX_BODY_CHARS,
+    MAX_LINE_ITEMS,
+    MAX_QUANTITY,
+    Currency,
+    decimals_of,
+)
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
 _SKU = r"^[A-Z0-9][A-Z0-9_-]*$"
@@ -54,38 +44,38 @@ CountryCode = Annotated[str, StringConstraints(min_length=2, max_length=2, patte
 PaymentToken = Annotated[str, StringConstraints(min_length=5, max_length=128, pattern=_TOKEN)]
 
 
-class _Strict(BaseModel):
-    # strict: "2" is not a quantity and 1.0 is not an int; forbid: a misspelt field is an error, not ignored.
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+# No pydantic plugins are used. Without this, building the first model scans the entry points of every installed
+# distribution for plugins: the largest single cost of building these models at cold start. pydantic reads it when
+# the first model is built; the function's environment may set it too.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+# strict: "2" is not a quantity and 1.0 is not an int; forbid: a misspelt field is an error, not ignored. Set on each
+# model rather than through a shared base class, which pydantic would build as one more (empty) model at import.
+_STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-class LineItem(_Strict):
+class LineItem(BaseModel):
+    model_config = _STRICT
     sku: Sku
     quantity: int = Field(gt=0, le=MAX_QUANTITY)
 
 
-class Payment(_Strict):
+class Payment(BaseModel):
+    model_config = _STRICT
     amount: Decimal = Field(gt=0, le=MAX_AMOUNT)
-    currency: str
+    # A Literal, not a validator: pydantic-core checks it natively and names the accepted codes in its message.
+    currency: Currency
     paymentToken: PaymentToken  # wire names are camelCase, as the producer sends them
-
-    @field_validator("currency")
-    @classmethod
-    def _known_currency(cls, value: str) -> str:
-        if value not in CURRENCY_MINOR_UNITS:
-            raise ValueError(f"currency must be one of {', '.join(sorted(CURRENCY_MINOR_UNITS))}")
-        return value
 
     @model_validator(mode="after")
     def _amount_fits_currency(self) -> Payment:
-        exponent = self.amount.as_tuple().exponent
-        decimals = -exponent if isinstance(exponent, int) and exponent < 0 else 0
-        if decimals > CURRENCY_MINOR_UNITS[self.currency]:
+        if decimals_of(self.amount) > CURRENCY_MINOR_UNITS[self.currency]:
             raise ValueError(f"amount has more decimals than {self.currency} allows")
         return self
 
 
-class ShippingAddress(_Strict):
+class ShippingAddress(BaseModel):
+    model_config = _STRICT
     name: ShortText
     line1: Text
     city: ShortText
@@ -93,8 +83,10 @@ class ShippingAddress(_Strict):
     country: CountryCode
 
 
-class Order(_Strict):
+class Order(BaseModel):
     """One order as the producer sends it in the SQS message body."""
+
+    model_config = _STRICT
 
     orderId: Identifier
     customerId: Identifier
@@ -161,17 +153,3 @@ def _message(detail: Any) -> str:
     if detail["type"] == "string_pattern_mismatch":
         return PATTERN_HINTS.get(str(detail.get("ctx", {}).get("pattern")), "has an unexpected format")
     return str(detail["msg"]).removeprefix("Value error, ")
-
-
-def order_from_context(context: object) -> tuple[Order, str]:
-    """The validated order and attemptId (messageId) from the context ReserveInventory returned.
-
-    The order went through the state machine as JSON, so it is validated again by the same rules as the body:
-    a task wired to the wrong input fails with InvalidOrder instead of charging or shipping garbage.
-    """
-    if not isinstance(context, dict) or not isinstance(context.get("order"), dict):
-        raise InvalidOrder("task input has no 'order' object; expected the output of ReserveInventory")
-    attempt_id = context.get("messageId")
-    if not isinstance(attempt_id, str) or not attempt_id:
-        raise InvalidOrder("task input has no messageId (the attempt id); expected the output of ReserveInventory")
-    return parse_order(json.dumps(context["order"])), attempt_id

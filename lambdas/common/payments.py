@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -31,8 +30,7 @@ DECLINED_TOKEN_PREFIX = "tok_decline"
 _CHARGE_NAMESPACE = uuid.UUID("3f6c2a4e-8d1b-4c5e-9a7f-2b0d1e6c9a11")
 
 
-@dataclass(frozen=True)
-class ChargeRequest:
+class ChargeRequest(NamedTuple):
     order_id: str
     customer_id: str
     attempt_id: str
@@ -41,8 +39,7 @@ class ChargeRequest:
     payment_token: str
 
 
-@dataclass(frozen=True)
-class Charge:
+class Charge(NamedTuple):
     order_id: str
     charge_id: str
     attempt_id: str

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from common.errors import InvalidOrder
 
 
-@dataclass(frozen=True)
-class SqsRecord:
+class SqsRecord(NamedTuple):
     message_id: str
     body: str
 

@@ -12,6 +12,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from arrange_shipping.handler import handler as arrange_shipping
+from cancel_shipment.handler import handler as cancel_shipment
 from charge_payment.handler import handler as charge_payment
 from common import aws
 from common.errors import DuplicateDelivery, SagaError, TransientError
@@ -32,25 +33,34 @@ class Outcome:
 
 
 class SagaDriver:
-    """Runs reserve -> charge -> ship; on any failure runs RefundPayment then ReleaseInventory, like the ASL."""
+    """Runs reserve -> charge -> ship and, on a failure, the compensations the ASL runs.
+
+    ArrangeShippingFailed -> CancelShipment -> RefundPayment -> ReleaseInventory; a failure before ArrangeShipping
+    starts at RefundPayment.
+    """
 
     def __init__(self, lambda_context: Any) -> None:
         self.context = lambda_context
 
     def run(self, record: dict[str, Any], execution_arn: str) -> Outcome:
+        step = "reserve"
         try:
             context = self._retrying(reserve_inventory, events.reserve_input(record, execution_arn))
+            step = "charge"
             context = self._retrying(charge_payment, context)
+            step = "ship"
             context = self._retrying(arrange_shipping, context)
         except DuplicateDelivery:
             return Outcome("DUPLICATE", error="DuplicateDelivery")
         except SagaError as error:
-            return Outcome("FAILED", error=type(error).__name__, compensations=self.compensate(record))
+            undo = self.compensate(record, shipping_failed=step == "ship")
+            return Outcome("FAILED", error=type(error).__name__, compensations=undo)
         return Outcome("SUCCEEDED", context=context)
 
-    def compensate(self, record: dict[str, Any]) -> list[dict[str, Any]]:
+    def compensate(self, record: dict[str, Any], *, shipping_failed: bool) -> list[dict[str, Any]]:
         undo = events.compensation_input(record)
-        return [self._retrying(refund_payment, undo), self._retrying(release_inventory, undo)]
+        steps = [cancel_shipment] if shipping_failed else []
+        return [self._retrying(step, undo) for step in [*steps, refund_payment, release_inventory]]
 
     def _retrying(self, handler: Callable[[dict[str, Any], Any], dict[str, Any]], event: dict[str, Any]) -> Any:
         for attempt in range(1, MAX_ATTEMPTS + 1):

@@ -5,13 +5,15 @@ from __future__ import annotations
 import contextlib
 import json
 from decimal import Decimal
+from typing import get_args
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.errors import InvalidOrder
-from common.models import MAX_BODY_CHARS, order_from_context, parse_order
+from common.models import parse_order
+from common.order_rules import CURRENCY_MINOR_UNITS, MAX_BODY_CHARS, Currency
 from tests.support import events
 
 CORPUS = events.invalid_bodies()
@@ -62,11 +64,15 @@ def test_a_body_over_the_size_limit_is_rejected_before_parsing() -> None:
         parse_order(" " * (MAX_BODY_CHARS + 1))
 
 
-def test_a_context_without_the_order_is_invalid() -> None:
-    with pytest.raises(InvalidOrder, match="ReserveInventory"):
-        order_from_context({"messageId": "m-1"})
-    with pytest.raises(InvalidOrder, match="messageId"):
-        order_from_context({"order": events.order()})
+def test_the_currency_literal_and_the_minor_units_list_the_same_codes() -> None:
+    assert set(get_args(Currency)) == set(CURRENCY_MINOR_UNITS)
+
+
+def test_an_unknown_currency_names_the_accepted_codes() -> None:
+    payment = {"amount": "10.00", "currency": "XYZ", "paymentToken": "tok_visa_4242"}
+    with pytest.raises(InvalidOrder) as raised:
+        parse_order(json.dumps(events.order(payment=payment)))
+    assert "payment.currency" in str(raised.value) and "'JPY'" in str(raised.value)
 
 
 json_values = st.recursive(

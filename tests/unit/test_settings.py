@@ -8,6 +8,7 @@ import pytest
 
 from common.settings import (
     ArrangeShippingSettings,
+    CancelShipmentSettings,
     ChargePaymentSettings,
     ConfigurationError,
     IdempotencySettings,
@@ -47,3 +48,9 @@ def test_served_countries_default_and_parsing() -> None:
     assert ArrangeShippingSettings.from_env({**env, "SERVED_COUNTRIES": " jp, us "}).served_countries == {"JP", "US"}
     with pytest.raises(ConfigurationError):
         ArrangeShippingSettings.from_env({**env, "SERVED_COUNTRIES": "JPN"})
+
+
+def test_cancel_shipment_needs_the_shipments_table() -> None:
+    assert CancelShipmentSettings.from_env({**BASE, "SHIPMENTS_TABLE_NAME": "s"}).shipments_table == "s"
+    with pytest.raises(ConfigurationError, match="SHIPMENTS_TABLE_NAME"):
+        CancelShipmentSettings.from_env(BASE)

@@ -1,0 +1,1 @@
+"""CancelShipment: compensation that cancels the shipment a failed saga attempt arranged."""

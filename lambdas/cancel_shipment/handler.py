@@ -1,0 +1,18 @@
+"""Lambda entry point of CancelShipment (``cancel_shipment.handler.handler``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cancel_shipment.logic import handle
+from common.observability import logger, metrics, tracer
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler(capture_response=False)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return handle(event, context)
