@@ -29,13 +29,13 @@ class FailureListing:
 
 def list_failures(sqs: SQSClient, queue_url: str, selection: Selection | None = None, *,
                   limit: int = DEFAULT_LIMIT, visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT,
-                  wait_seconds: int | None = None) -> FailureListing:
+                  wait_seconds: int | None = None, batch_size: int = 10) -> FailureListing:
     """Read up to `limit` messages, then make all of them visible again; unrecognized ones are always listed."""
     selection = selection or Selection()
     listing = FailureListing(queue_url, approximate_depth(sqs, queue_url))
     with HeldMessages(sqs, queue_url, visibility_timeout=visibility_timeout, wait_seconds=wait_seconds) as held:
         while held.read < limit:
-            batch = held.receive(limit - held.read)
+            batch = held.receive(min(batch_size, limit - held.read))
             if not batch:
                 break
             for message in batch:

@@ -71,6 +71,7 @@ class RedriveRequest:
     force: bool = False
     visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT
     wait_seconds: int | None = None
+    batch_size: int = 10  # messages per receive (SQS's maximum); each batch is sent and deleted before the next
 
 
 def redrive_failures(sqs: SQSClient, dlq_url: str, source_url: str, request: RedriveRequest,
@@ -81,7 +82,7 @@ def redrive_failures(sqs: SQSClient, dlq_url: str, source_url: str, request: Red
     with HeldMessages(sqs, dlq_url, visibility_timeout=request.visibility_timeout,
                       wait_seconds=request.wait_seconds) as held:
         while quota is None or quota > 0:
-            batch = held.receive()
+            batch = held.receive(request.batch_size)
             if not batch:
                 break
             for message in batch:

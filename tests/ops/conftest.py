@@ -2,7 +2,8 @@
 
 One rehearsal per package instead of per test keeps tests/ops fast (a deployment takes 1.5-2 s); each test starts
 from empty queues and tables and freshly seeded inventory. Probes that look at executions or notifications
-(offline.accounting) only count the message ids a test passes them, so earlier tests' executions do not leak in.
+(offline.accounting) only count the message ids a test passes them and the executions the pipe started since the
+reset, so earlier tests' executions do not leak in.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def aws(deployment: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
     # SQS allows one PurgeQueue a minute per queue; resetting between tests is not what that rule is about.
     monkeypatch.setenv("MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR", "false")
     deployment.faults.clear()
+    # rehearsal.run() describes every execution the pipe ever started; earlier tests' are done and not ours.
+    deployment.pipe.stats.started.clear()
     for key in QUEUE_OUTPUTS:
         deployment.sqs.purge_queue(QueueUrl=deployment.outputs[key])
     for key in [k for k in deployment.outputs if k.endswith("TableName")]:

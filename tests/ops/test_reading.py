@@ -44,7 +44,7 @@ def test_list_filters_by_error_and_time(aws: Rehearsal, cli: CliRunner) -> None:
 
 
 def test_messages_are_made_visible_again_even_when_reading_fails_midway(aws: Rehearsal) -> None:
-    failed_orders(aws, 12)
+    failed_orders(aws, 3)
     sqs = boto3.client("sqs", region_name=aws.region)
     calls = {"n": 0}
 
@@ -56,9 +56,9 @@ def test_messages_are_made_visible_again_even_when_reading_fails_midway(aws: Reh
     sqs.meta.events.register("before-call.sqs.ReceiveMessage", fail_second_receive)
 
     with pytest.raises(ConnectionError):
-        list_failures(sqs, aws.outputs["FailureDlqUrl"], wait_seconds=0)
+        list_failures(sqs, aws.outputs["FailureDlqUrl"], limit=10, wait_seconds=0, batch_size=2)
 
-    assert depth(aws, "FailureDlqUrl") == (12, 0)
+    assert depth(aws, "FailureDlqUrl") == (3, 0)
 
 
 def test_show_finds_a_failure_by_order_id_with_the_original_message(aws: Rehearsal, cli: CliRunner) -> None:

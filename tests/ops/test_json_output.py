@@ -1,0 +1,75 @@
+"""The --json documents keep exactly the keys docs/operator-cli.md lists (a script's contract), every time.
+
+source-dlq and executions documents are held to theirs in test_stubbed_redrives.py.
+"""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from offline.rehearsal import Rehearsal
+from tests.ops.helpers import failed_orders, ff_ops
+
+FAILURE = {"messageId", "sourceMessageId", "orderId", "error", "cause", "failedState", "failedAt", "manualRepair",
+           "executionArn"}
+FAILURE_DETAIL = FAILURE | {"compensation", "stateMachineArn", "body", "messageAttributes", "record"}
+UNRECOGNIZED = {"messageId", "reason", "bodyPreview"}
+REDRIVE_ITEM = {"messageId", "orderId", "error", "action", "newMessageId", "reason"}
+REDRIVE_SUMMARY = {"redriven", "wouldRedrive", "refusedManualRepair", "unrecognized", "sendFailed", "sentNotDeleted"}
+QUEUE = {"outputKey", "label", "url", "visible", "inFlight", "delayed", "oldestAgeSeconds"}
+EXECUTION = {"executionArn", "name", "status", "startDate", "stopDate"}
+
+
+def test_failures_list_and_show_documents(aws: Rehearsal, cli: CliRunner) -> None:
+    (order_id,) = failed_orders(aws, 1)
+    aws.sqs.send_message(QueueUrl=aws.outputs["FailureDlqUrl"], MessageBody="not ours")
+
+    _, listing = ff_ops(cli, "failures", "list")
+    _, shown = ff_ops(cli, "failures", "show", order_id)
+
+    assert listing["schema"] == "ff-ops/failures-list/v1"
+    assert set(listing) == {"schema", "stack", "queueUrl", "approximateDepth", "read", "truncated", "failures",
+                            "unrecognized"}
+    assert [set(f) for f in listing["failures"]] == [FAILURE]
+    assert [set(m) for m in listing["unrecognized"]] == [UNRECOGNIZED]
+    assert shown["schema"] == "ff-ops/failures-show/v1" and set(shown) == {"schema", "stack", "failures"}
+    assert [set(f) for f in shown["failures"]] == [FAILURE_DETAIL]
+
+
+def test_failures_redrive_document(aws: Rehearsal, cli: CliRunner) -> None:
+    failed_orders(aws, 2)
+
+    _, dry = ff_ops(cli, "failures", "redrive", "--all", "--dry-run")
+    _, done = ff_ops(cli, "failures", "redrive", "--all")
+
+    for document in (dry, done):
+        assert document["schema"] == "ff-ops/failures-redrive/v1"
+        assert set(document) == {"schema", "stack", "dryRun", "read", "complete", "summary", "items"}
+        assert set(document["summary"]) == REDRIVE_SUMMARY
+        assert {frozenset(item) for item in document["items"]} == {frozenset(REDRIVE_ITEM)}
+    assert {item["action"] for item in dry["items"]} == {"would-redrive"}
+    assert {item["action"] for item in done["items"]} == {"redriven"}
+
+
+def test_status_document(aws: Rehearsal, cli: CliRunner) -> None:
+    failed_orders(aws, 1, first=400)
+
+    _, status = ff_ops(cli, "status")
+
+    assert status["schema"] == "ff-ops/status/v1"
+    assert set(status) == {"schema", "stack", "region", "queues", "pipe", "executions"}
+    assert [q["outputKey"] for q in status["queues"]] == [
+        "SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl"]
+    assert {frozenset(q) for q in status["queues"]} == {frozenset(QUEUE)}
+    assert set(status["pipe"]) == {"name", "currentState", "desiredState", "stateReason"}
+    assert set(status["executions"]) == {"windowHours", "counts", "countsTruncated", "recent"}
+    assert set(status["executions"]["counts"]) == {"FAILED", "TIMED_OUT", "ABORTED"}
+    assert {frozenset(e) for e in status["executions"]["recent"]} == {frozenset(EXECUTION)}
+
+
+def test_error_document(cli: CliRunner) -> None:
+    code, document = ff_ops(cli, "failures", "list", "--since", "soon")
+
+    assert code == 2
+    assert set(document) == {"schema", "error"} and document["schema"] == "ff-ops/error/v1"
+    assert set(document["error"]) == {"type", "message", "hint", "exitCode"}
