@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from rich.console import Console
@@ -25,14 +26,24 @@ def _short(text: str | None, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def cause_message(cause: str | None) -> str | None:
+    """Lambda's cause is JSON ({"errorType", "errorMessage", ...}); its errorMessage is what a reader wants."""
+    try:
+        parsed = json.loads(cause or "")
+    except ValueError:
+        return cause
+    message = parsed.get("errorMessage") if isinstance(parsed, dict) else None
+    return message if isinstance(message, str) else cause
+
+
 def failures_list(console: Console, listing: FailureListing) -> None:
     table = Table(title=f"Failure DLQ: {len(listing.records)} shown, {listing.read} read, "
                         f"~{listing.approximate_depth} in the queue")
-    for column in ("order", "error", "failed state", "failed at", "manual repair", "cause", "DLQ message"):
-        table.add_column(column)
+    for column in ("order", "error", "failed state", "failed at", "repair", "cause"):
+        table.add_column(column, no_wrap=column != "cause")
     for r in listing.records:
         table.add_row(r.order_id or "(no order id)", r.error, r.failed_state, _when(r.failed_at),
-                      "[bold red]YES[/]" if r.manual_repair else "no", _short(r.cause, 50), r.message_id)
+                      "[bold red]YES[/]" if r.manual_repair else "no", _short(cause_message(r.cause), 60))
     console.print(table)
     if listing.truncated:
         console.print("[yellow]More messages than --limit: raise --limit to read them all.[/]")
@@ -47,7 +58,7 @@ def failure_detail(console: Console, record: FailureRecord) -> None:
     table.add_column()
     rows = [
         ("order id", record.order_id or "(no order id: the body is not an order)"),
-        ("error", record.error), ("cause", record.cause or "-"), ("failed state", record.failed_state),
+        ("error", record.error), ("cause", cause_message(record.cause) or "-"), ("failed state", record.failed_state),
         ("failed at", _when(record.failed_at)), ("manual repair", "YES" if record.manual_repair else "no"),
         ("compensation", str(record.compensation)), ("execution", record.execution_arn or "-"),
         ("source message id", record.source_message_id or "-"), ("body", record.body),
@@ -120,4 +131,4 @@ def status(console: Console, report: StackStatus) -> None:
     counts = ", ".join(f"{status.lower().replace('_', ' ')} {n}" for status, n in report.counts.items())
     console.print(f"Executions in the last {hours:g} h: {counts}" + (" (at least)" if report.counts_truncated else ""))
     for e in report.recent:
-        console.print(f"  {e.status:<9} {_when(e.stop_date)}  {e.execution_arn}")
+        console.print(f"  {e.status:<9} {_when(e.stop_date)}  {e.name}", highlight=False)
