@@ -13,7 +13,8 @@ from offline.rehearsal import Execution, Rehearsal
 
 _EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s]+:\d+:execution:[^:\s]+:[A-Za-z0-9_-]+")
 HANDLED_FAILURE = "OrderFailed"
-DUPLICATE_END = "DuplicateDeliveryIgnored"
+# The Succeed states a second execution of the same SQS message ends in; the first one decides its fate.
+DUPLICATE_ENDS = {"DuplicateDeliveryIgnored", "DuplicateFailureIgnored"}
 
 
 class Place(StrEnum):
@@ -89,23 +90,37 @@ def account(aws: Rehearsal, message_ids: list[str]) -> Ledger:
     in_dlq = {record["record"]["messageId"] for record in recorded}
     for message in aws.messages("SourceDlqUrl"):
         if message["MessageId"] in fates:
-            fates[message["MessageId"]].places.append(Place.SOURCE_DLQ)
+            fate = fates[message["MessageId"]]
+            fate.places.append(Place.SOURCE_DLQ)
+            # No execution ever started, so no state announces it: the SourceDlqNotEmpty alarm does, once for
+            # everything in the queue (tests/infra/test_monitoring.py). The rehearsal does not evaluate alarms.
+            fate.announcements = 1
+            fate.error = "not handed over by the pipe"
     for execution in executions:
         fate = fates.get(execution.message_id or "")
-        if fate is None or (execution.states and execution.states[-1] == DUPLICATE_END):
+        if fate is None or (execution.states and execution.states[-1] in DUPLICATE_ENDS):
             continue
         if execution.status == "SUCCEEDED":
             fate.places.append(Place.SUCCEEDED)
         elif execution.message_id not in in_dlq:
             fate.places.append(Place.EXECUTION)
             fate.error = execution.error or execution.status
+            # A timed-out or aborted execution stopped wherever it was: no compensation ran, and a task still
+            # in flight may have finished its write. Someone must redrive or repair it.
+            stopped = execution.status in {"TIMED_OUT", "ABORTED"}
+            fate.manual_repair = stopped or "CompensationFailed" in execution.states
     _count_announcements(aws, by_arn, fates)
     return Ledger(fates)
 
 
 def _count_announcements(aws: Rehearsal, by_arn: dict[str, Execution], fates: dict[str, MessageFate]) -> None:
-    """An announcement names its execution; the execution's input names the message."""
-    for _subject, text in aws.notifications():
+    """An announcement names its execution; the execution's input names the message.
+
+    An alert the rule could not deliver lands in the rule's target DLQ, whose alarm (RuleTargetDlqNotEmpty)
+    announces it instead; the rehearsal does not evaluate alarms, so it counts the DLQ entry.
+    """
+    undelivered = [d.payload for d in aws.bus.deliveries if not d.delivered and d.target_arn.startswith("arn:aws:sns:")]
+    for text in [text for _subject, text in aws.notifications()] + undelivered:
         for arn in set(_EXECUTION_ARN.findall(text)):
             found = by_arn.get(arn)
             fate = fates.get(found.message_id or "") if found is not None else None

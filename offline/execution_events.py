@@ -62,19 +62,24 @@ class EventBus:
     def _deliver(self, rule: str, target: dict[str, Any], event: dict[str, Any]) -> None:
         payload = transform(event, target.get("InputTransformer"))
         arn: str = target["Arn"]
-        try:
-            if arn.startswith("arn:aws:sns:"):
-                self.sns.publish(TopicArn=arn, Message=payload)
-            else:
-                self.sqs.send_message(QueueUrl=self.queue_urls[arn], MessageBody=payload)
-        except Exception:  # noqa: BLE001 - any refusal ends in the target's DLQ, as on AWS
-            dlq = target.get("DeadLetterConfig", {}).get("Arn")
-            if dlq is None:
-                raise
-            self.sqs.send_message(QueueUrl=self.queue_urls[dlq], MessageBody=json.dumps(event))
-            self.deliveries.append(Delivery(rule, arn, event, payload, delivered=False))
+        # EventBridge retries a failed delivery up to MaximumRetryAttempts (185 by default, over up to 24 h);
+        # the waits are compressed here, the attempts are not.
+        attempts = 1 + int(target.get("RetryPolicy", {}).get("MaximumRetryAttempts", 185))
+        for _ in range(attempts):
+            try:
+                if arn.startswith("arn:aws:sns:"):
+                    self.sns.publish(TopicArn=arn, Message=payload)
+                else:
+                    self.sqs.send_message(QueueUrl=self.queue_urls[arn], MessageBody=payload)
+            except Exception:  # noqa: BLE001, S112 - a refused delivery is retried, then dead-lettered
+                continue
+            self.deliveries.append(Delivery(rule, arn, event, payload, delivered=True))
             return
-        self.deliveries.append(Delivery(rule, arn, event, payload, delivered=True))
+        dlq = target.get("DeadLetterConfig", {}).get("Arn")
+        if dlq is None:
+            raise RuntimeError(f"rule {rule} could not deliver to {arn} and has no DLQ")
+        self.sqs.send_message(QueueUrl=self.queue_urls[dlq], MessageBody=json.dumps(event))
+        self.deliveries.append(Delivery(rule, arn, event, payload, delivered=False))
 
 
 def status_change_event(execution: dict[str, Any], account: str, region: str) -> dict[str, Any]:

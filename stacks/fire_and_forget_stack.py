@@ -37,6 +37,7 @@ class FireAndForgetStack(Stack):
             failure_dlq=failure.failure_dlq,
             alerts_topic=failure.alerts_topic,
             key=key,
+            deliveries_table=tasks.tables["Deliveries"],
         )
         pipe = OrderPipe(
             self,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -67,12 +68,14 @@ class OrderSaga(Construct):
         failure_dlq: sqs.IQueue,
         alerts_topic: sns.ITopic,
         key: kms.IKey,
+        deliveries_table: dynamodb.ITable,
     ) -> None:
         super().__init__(scope, construct_id)
         substitutions = {f"{state}FunctionArn": function.function_arn for state, function in functions.items()}
         substitutions |= {
             "FailureDlqUrl": failure_dlq.queue_url,
             "AlertsTopicArn": alerts_topic.topic_arn,
+            "DeliveriesTableName": deliveries_table.table_name,
             "EnvironmentName": config.environment_name,
             "Region": Stack.of(self).region,
         }
@@ -103,6 +106,8 @@ class OrderSaga(Construct):
         self.state_machine.add_to_role_policy(
             iam.PolicyStatement(actions=["sns:Publish"], resources=[alerts_topic.topic_arn])
         )
+        # ClaimFailure's conditional put: the first execution of a message to fail records it, once.
+        deliveries_table.grant(self.state_machine, "dynamodb:PutItem")
         acknowledge(
             self.state_machine, "AwsSolutions-IAM5[Resource::*]",
             "Only the CloudWatch Logs vended-delivery actions (logs:CreateLogDelivery and friends) and X-Ray "

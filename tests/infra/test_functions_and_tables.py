@@ -75,10 +75,12 @@ def test_state_machine_invokes_exactly_the_five_functions(template: dict[str, An
     function_ids = {one(template, "AWS::Lambda::Function", f"SagaTasks{spec.construct_id}Function")[0]
                     for spec in TASKS}
     assert {ref_or_att(r) for r in statement["Resource"]} == function_ids  # no `arn:*` versions or aliases
-    sends = [s for s in statements(template, role_id) if actions(s) & {"sqs:SendMessage", "sns:Publish"}]
-    assert {ref_or_att(s["Resource"]) for s in sends} == {
-        one(template, "AWS::SQS::Queue", "FailureHandlingFailureDlq")[0],
-        one(template, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")[0],
+    sends = [s for s in statements(template, role_id) if actions(s) & {"sqs:SendMessage", "sns:Publish",
+                                                                       "dynamodb:PutItem"}]
+    assert {(frozenset(actions(s)), ref_or_att(s["Resource"])) for s in sends} == {
+        (frozenset({"sqs:SendMessage"}), one(template, "AWS::SQS::Queue", "FailureHandlingFailureDlq")[0]),
+        (frozenset({"sns:Publish"}), one(template, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")[0]),
+        (frozenset({"dynamodb:PutItem"}), one(template, "AWS::DynamoDB::Table", "SagaTasksDeliveriesTable")[0]),
     }
 
 

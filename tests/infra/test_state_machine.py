@@ -50,14 +50,14 @@ def test_standard_with_full_logging_without_execution_data_and_tracing(template:
 def test_every_placeholder_in_the_asl_file_has_a_substitution(machine: dict[str, Any]) -> None:
     placeholders = set(re.findall(r"\$\{(\w+)\}", ASL_FILE.read_text(encoding="utf-8")))
     assert placeholders == set(machine["DefinitionSubstitutions"])
-    assert len(placeholders) == 9
+    assert len(placeholders) == 10
 
 
 def test_the_execution_and_every_task_have_a_timeout(states: dict[str, Any], machine: dict[str, Any]) -> None:
     definition = json.loads(ASL_FILE.read_text(encoding="utf-8"))
     assert definition["TimeoutSeconds"] > 0
     tasks = {name: state for name, state in states.items() if state["Type"] == "Task"}
-    assert set(tasks) == {*STEPS, *COMPENSATIONS, "HandleFailure", "NotifyFailure"}
+    assert set(tasks) == {*STEPS, *COMPENSATIONS, "ClaimFailure", "HandleFailure", "NotifyFailure"}
     for name, state in tasks.items():
         assert 0 < state["TimeoutSeconds"] <= 30, name
 
@@ -106,7 +106,7 @@ def test_a_failed_step_runs_the_compensations_in_reverse_then_handle_failure(
     marker = states[catch_all["Next"]]
     assert marker["Type"] == "Pass" and marker["Parameters"]["failure"]["state"] == step
     chain, name = [], marker["Next"]
-    while name != "HandleFailure":
+    while name != "ClaimFailure":
         chain.append(name)
         name = states[name]["Next"]
     expected = ["RefundPayment", "ReleaseInventory"] if first_compensation == "RefundPayment" else ["ReleaseInventory"]
@@ -116,7 +116,7 @@ def test_a_failed_step_runs_the_compensations_in_reverse_then_handle_failure(
 def test_rejected_orders_skip_compensation(states: dict[str, Any]) -> None:
     rejected = next(c for c in states["ReserveInventory"]["Catch"] if "InvalidOrder" in c["ErrorEquals"])
     assert set(rejected["ErrorEquals"]) == {"InvalidOrder", "OutOfStock"}
-    assert states[rejected["Next"]]["Next"] == "HandleFailure"
+    assert states[rejected["Next"]]["Next"] == "ClaimFailure"
     assert states[rejected["Next"]]["Parameters"]["compensation"] == {"required": False}
 
 
@@ -132,7 +132,19 @@ def test_a_failing_compensation_marks_manual_repair(states: dict[str, Any], comp
     assert catch["ErrorEquals"] == ["States.ALL"]
     marker = states[catch["Next"]]
     assert marker["Parameters"]["manualRepair"] is True
-    assert marker["Next"] == "HandleFailure"
+    assert marker["Next"] == "ClaimFailure"
+
+
+def test_each_message_fails_once_even_when_delivered_twice(states: dict[str, Any]) -> None:
+    claim = states["ClaimFailure"]
+    assert claim["Resource"] == "arn:aws:states:::dynamodb:putItem"
+    assert claim["Parameters"]["ConditionExpression"] == "attribute_not_exists(messageId) OR executionArn = :execution"
+    duplicate, unavailable = claim["Catch"]
+    assert duplicate["ErrorEquals"] == ["DynamoDB.ConditionalCheckFailedException"]
+    assert states[duplicate["Next"]]["Type"] == "Succeed"
+    # If the claim itself cannot be written, record the failure anyway: a duplicate beats a loss.
+    assert (unavailable["ErrorEquals"], unavailable["Next"]) == (["States.ALL"], "HandleFailure")
+    assert claim["Next"] == "HandleFailure"
 
 
 def test_handle_failure_saves_then_announces_then_fails(states: dict[str, Any], machine: dict[str, Any]) -> None:

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 import random
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from offline.accounting import Place, account
 from offline.faults import Fault, FaultKind
-from offline.orders import DECLINED_TOKEN, OUT_OF_STOCK_SKU, UNSERVED_COUNTRY, OrderKind, make_order
+from offline.orders import DECLINED_TOKEN, OUT_OF_STOCK_SKU, UNSERVED_COUNTRY, OrderKind, make_order, seed_inventory
 from offline.rehearsal import Execution, Rehearsal
 
 HAPPY = ["ReserveInventory", "ChargePayment", "ArrangeShipping"]
-TAIL = ["HandleFailure", "NotifyFailure", "OrderFailed"]
+TAIL = ["ClaimFailure", "HandleFailure", "NotifyFailure", "OrderFailed"]
 
 
 def order(aws: Rehearsal, kind: OrderKind = OrderKind.VALID, number: int = 1) -> tuple[str, dict[str, Any] | str]:
@@ -171,7 +173,7 @@ def test_handle_failure_retries_the_failure_dlq(aws: Rehearsal) -> None:
 
     execution = only(aws.run())
 
-    assert execution.states[-3:] == TAIL
+    assert execution.states[-4:] == TAIL
     assert [w.state for w in aws.clock.for_execution(execution.arn)] == ["HandleFailure", "HandleFailure"]
     assert failure_record(aws)["record"]["messageId"] == message_id
     assert len(aws.notifications()) == 1
@@ -269,3 +271,24 @@ def test_constants_match_the_handlers_rules() -> None:
     assert DECLINED_TOKEN.startswith(DECLINED_TOKEN_PREFIX)
     assert UNSERVED_COUNTRY not in ["JP", "US", "CA", "GB", "DE", "FR", "AU", "NZ", "SG"]
     assert OUT_OF_STOCK_SKU.startswith("SKU-")
+
+
+def test_an_execution_that_times_out_is_caught_by_the_rule(cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly, execution_timeout_seconds=1) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.faults.add(Fault("ArrangeShipping", FaultKind.HANG, times=1))
+        message_id, _ = order(aws)
+        (held,) = aws.wait_for_hang()
+        deadline = time.monotonic() + 10
+        while aws.execution(held).status == "RUNNING" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        aws.faults.released.set()
+
+        execution = only(aws.run())
+
+        assert execution.status == "TIMED_OUT"
+        assert execution.states == HAPPY  # it was in ArrangeShipping when the clock ran out
+        (announcement,) = aws.notifications()
+        assert "Status: TIMED_OUT" in announcement[1] and execution.arn in announcement[1]
+        fate = account(aws, [message_id]).fates[message_id]
+        assert (fate.place, fate.announcements, fate.manual_repair) == (Place.EXECUTION, 1, True)

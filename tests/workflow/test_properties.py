@@ -1,0 +1,60 @@
+"""Property: over random batches and random fault schedules, nothing is lost, nothing announced twice, and the
+saga's books balance."""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from offline.accounting import account
+from offline.faults import Fault, FaultKind
+from offline.invariants import saga_violations
+from offline.orders import OrderKind, make_order, seed_inventory
+from offline.rehearsal import Rehearsal
+
+logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
+
+TARGETS = ("ReserveInventory", "ChargePayment", "ArrangeShipping", "RefundPayment", "ReleaseInventory")
+LAMBDA_FAULTS = (FaultKind.SERVICE_ERROR, FaultKind.THROTTLE, FaultKind.TIMEOUT, FaultKind.CRASH)
+
+faults = st.one_of(
+    st.builds(Fault, st.sampled_from(TARGETS), st.sampled_from(LAMBDA_FAULTS), st.integers(1, 6) | st.none()),
+    st.builds(Fault, st.just("FailureDlq"), st.just(FaultKind.UNAVAILABLE), st.integers(1, 7) | st.none()),
+    st.builds(Fault, st.just("AlertsTopic"), st.just(FaultKind.UNAVAILABLE), st.integers(1, 4)),
+    st.builds(Fault, st.just("StartExecution"), st.just(FaultKind.START_REFUSED), st.integers(1, 6) | st.none()),
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])  # shrinking re-deploys per step: too slow
+@given(
+    kinds=st.lists(st.sampled_from(list(OrderKind)), min_size=1, max_size=6),
+    schedule=st.lists(faults, max_size=3),
+    duplicates=st.integers(0, 2),
+    seed=st.integers(0, 10_000),
+)
+def test_nothing_lost_nothing_announced_twice_books_balance(
+    cloud_assembly: Path, kinds: list[OrderKind], schedule: list[Fault], duplicates: int, seed: int
+) -> None:
+    with Rehearsal.start(cloud_assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        for fault in schedule:
+            aws.faults.add(fault)
+        aws.pipe.duplicate_next = duplicates
+        rng = random.Random(seed)
+        bodies = {}
+        for number, kind in enumerate(kinds, start=1):
+            sample = make_order(kind, number, rng)
+            bodies[aws.send(sample.body)] = sample.body
+
+        aws.run()
+
+        ledger = account(aws, list(bodies))
+        assert ledger.lost == [] and ledger.in_two_places == []
+        assert ledger.announced_twice == [] and ledger.unannounced_failures == []
+        assert ledger.announced_successes == []
+        assert saga_violations(aws, ledger, bodies) == []
