@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,8 @@ class Clients:
 
 def connect(region: str | None = None, profile: str | None = None) -> Clients:
     """Clients for `region` / `profile`; None falls back to AWS_REGION, AWS_PROFILE and the config files."""
-    session = boto3.Session(region_name=region, profile_name=profile)
+    # botocore reads AWS_DEFAULT_REGION; AWS_REGION is what the AWS CLI v2 and the SDKs of other languages read.
+    session = boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None, profile_name=profile)
     return Clients(
         region=session.region_name or "",
         cloudformation=session.client("cloudformation", config=RETRIES),

@@ -15,7 +15,7 @@ from rich.console import Console
 from ops import render, report
 from ops.aws import Clients, connect
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT
-from ops.errors import ExitCode, OpsError, UsageError, translate
+from ops.errors import AwsError, ExitCode, OpsError, UsageError, translate
 from ops.executions import UNSUCCESSFUL, ExecutionRedriveRequest, redrive_executions
 from ops.failures import DEFAULT_LIMIT, find_failures, list_failures
 from ops.options import selection
@@ -59,7 +59,7 @@ def _run(stack_name: str, region: str | None, profile: str | None, as_json: bool
                                    "message sent but not yet deleted is a duplicate the handlers absorb.")
         raise typer.Exit(130) from None
     except (OpsError, ClientError, BotoCoreError) as error:
-        failure = translate(error, f"stack {stack_name}") or OpsError(str(error))
+        failure = translate(error, f"stack {stack_name}") or AwsError(str(error))
         _fail(failure, as_json)
     if as_json and document is not None:
         typer.echo(json.dumps(document, indent=2, sort_keys=False))

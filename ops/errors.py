@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError, PartialCredentialsError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    NoRegionError,
+    PartialCredentialsError,
+    ProfileNotFound,
+)
 
 
 class ExitCode(IntEnum):
@@ -87,6 +94,10 @@ def translate(error: BaseException, action: str) -> OpsError | None:
                             "set AWS_PROFILE or --profile, or run `aws sso login` / `aws configure`")
     if isinstance(error, NoRegionError):
         return UsageError(f"{action}: no AWS region", "pass --region or set AWS_REGION")
+    if isinstance(error, ProfileNotFound):
+        return UsageError(f"{action}: {error}", "check --profile / AWS_PROFILE against ~/.aws/config")
+    if isinstance(error, BotoCoreError):
+        return AwsError(f"{action}: {error}", "check the network and the region's endpoint; safe to run again")
     if not isinstance(error, ClientError):
         return None
     code = error_code(error)
