@@ -26,7 +26,7 @@ EXECUTION_METRICS = ("ExecutionsStarted", "ExecutionsSucceeded", "ExecutionsFail
 STEP_OUTCOMES = ("OrdersReserved", "OrdersCharged", "OrdersShipped")
 BUSINESS_REJECTIONS = ("InvalidOrders", "OutOfStock", "PaymentsDeclined", "ShippingUnavailable",
                        "DuplicateDeliveries")
-COMPENSATIONS = ("InventoryReleased", "PaymentsRefunded")
+COMPENSATIONS = ("ShipmentsCancelled", "InventoryReleased", "PaymentsRefunded")
 MANUAL_REPAIR = "CompensationsFailed"
 
 # The errors each function raises on purpose, so that the state machine can Catch them by name: Lambda counts
@@ -35,6 +35,7 @@ EXPECTED_ERRORS: dict[str, tuple[str, ...]] = {
     "ReserveInventory": ("DuplicateDeliveries", "InvalidOrders", "OutOfStock"),
     "ChargePayment": ("PaymentsDeclined",),
     "ArrangeShipping": ("ShippingUnavailable",),
+    "CancelShipment": (),
     "RefundPayment": (),
     "ReleaseInventory": (),
 }

@@ -23,7 +23,7 @@ from stacks.constructs.defaults import log_group
 ASL_FILE = Path(__file__).resolve().parents[2] / "statemachines" / "order_saga.asl.json"
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 TRANSIENT_ERROR = "TransientError"
-COMPENSATIONS = ("RefundPayment", "ReleaseInventory")
+COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
 # The Fail state HandleFailure ends in. The EventBridge rule ignores it: HandleFailure announced it already.
 HANDLED_FAILURE_ERROR = "OrderFailed"
 

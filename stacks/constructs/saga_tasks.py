@@ -40,6 +40,7 @@ TASKS = (
     TaskSpec("ReserveInventory", "reserve_inventory", ("Inventory", "Reservations", "Deliveries")),
     TaskSpec("ChargePayment", "charge_payment", ("Payments",)),
     TaskSpec("ArrangeShipping", "arrange_shipping", ("Shipments",)),
+    TaskSpec("CancelShipment", "cancel_shipment", ("Shipments",)),
     TaskSpec("RefundPayment", "refund_payment", ("Payments",)),
     TaskSpec("ReleaseInventory", "release_inventory", ("Inventory", "Reservations")),
 )

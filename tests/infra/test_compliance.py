@@ -65,7 +65,8 @@ def test_acknowledgments_are_few_scoped_and_reasoned() -> None:
             if entry.type == "aws:cdk:acknowledged-rules":
                 for rule, reason in entry.data.items():
                     acknowledged[(construct.node.path.removeprefix(f"{STACK_NAME}/"), rule)] = reason
-    functions = ("ReserveInventory", "ChargePayment", "ArrangeShipping", "RefundPayment", "ReleaseInventory")
+    functions = ("ReserveInventory", "ChargePayment", "ArrangeShipping", "CancelShipment", "RefundPayment",
+                 "ReleaseInventory")
     queues = ("SourceQueue/SourceDlq", "FailureHandling/FailureDlq", "ExecutionEvents/FailureEventsQueue",
               "ExecutionEvents/TargetDlq")
     expected = (

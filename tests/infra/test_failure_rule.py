@@ -35,7 +35,7 @@ def pattern(template: dict[str, Any], rule: dict[str, Any]) -> EventPattern:
     ("sample", "announced"),
     [
         ("failed_unhandled", True),
-        ("failed_not_recorded", True),
+        ("failed_in_handle_failure", True),
         ("timed_out", True),
         ("aborted", True),
         ("failed_handled", False),  # HandleFailure already announced it: exactly once

@@ -171,7 +171,7 @@ def expect_executions(sfn: Stubber, *, dry_run: bool) -> None:
     def describe(name: str, response: dict[str, Any]) -> None:
         sfn.add_response("describe_execution", response, {"executionArn": execution_arn(name)})
 
-    describe("not-recorded", described("not-recorded", "FAILED", NOW - timedelta(hours=1), "FailureNotRecorded"))
+    describe("not-recorded", described("not-recorded", "FAILED", NOW - timedelta(hours=1), "SQS.AmazonSQSException"))
     if not dry_run:
         sfn.add_response("redrive_execution", {"redriveDate": NOW}, {"executionArn": execution_arn("not-recorded")})
     describe("recorded", described("recorded", "FAILED", NOW - timedelta(hours=2), "OrderFailed"))
