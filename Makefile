@@ -34,7 +34,7 @@ dev: install ## install, plus the pre-commit hooks
 
 lint: install ## ruff and mypy --strict on stacks/ and lambdas/
 	$(RUN) ruff check .
-	$(RUN) mypy stacks lambdas offline app.py
+	$(RUN) mypy stacks lambdas offline ops app.py
 
 synth: install ## synthesize the template into cdk.out/ (offline)
 	$(CDK) synth --quiet
@@ -47,9 +47,10 @@ pytest: install ## the test suite
 
 test: lint checkov pytest ## every check: lint, types, synth, cdk-nag, cfn-lint, Checkov, tests
 
-demo: synth ## the main job (for now: synthesize the app offline and list what it deploys)
-	@$(RUN) python -c "import json; t = json.load(open('cdk.out/FireAndForget.template.json')); \
-	  [print(f'  {k:58} {v[\"Type\"]}') for k, v in t['Resources'].items()]"
+DEMO_ARGS ?=
+
+demo: synth ## the main job: deploy the app offline and push orders through it (DEMO_ARGS="--orders 500 --chaos")
+	$(RUN) ff-demo $(DEMO_ARGS)
 
 snapshot-update: install ## accept the current template as the reviewed snapshot
 	$(RUN) pytest tests/infra/test_snapshot.py --snapshot-update

@@ -52,8 +52,9 @@ def _classify(ledger: Ledger, bodies: dict[str, str]) -> tuple[set[str], set[str
         if fate.manual_repair:
             unknown_skus.update(item["sku"] for item in order["items"])
         elif fate.place is Place.SUCCEEDED:
+            if order["orderId"] not in succeeded:  # a producer's resend of the same order holds nothing more
+                held.update({item["sku"]: item["quantity"] for item in order["items"]})
             succeeded.add(order["orderId"])
-            held.update({item["sku"]: item["quantity"] for item in order["items"]})
         else:
             failed.add(order["orderId"])
     return succeeded, failed, held, unknown_skus

@@ -67,6 +67,8 @@ class LambdaRuntime:
         self._original_invoke: Any = None
         self.invocations: list[Invocation] = []
         self.hanging = threading.Event()  # set while an invocation is held by a HANG fault
+        self.hung = 0  # how many invocations a HANG fault has held so far
+        self._hang_lock = threading.Lock()
         self.log_lines: list[dict[str, Any]] = []
         self.metric_documents: list[dict[str, Any]] = []
 
@@ -98,6 +100,8 @@ class LambdaRuntime:
             raise _LambdaServiceError("TooManyRequestsException", 429, "Rate exceeded (injected)")
         if fault is FaultKind.HANG:
             # Held until released, then it runs normally: like a slow function the workflow stopped waiting for.
+            with self._hang_lock:
+                self.hung += 1
             self.hanging.set()
             self._faults.released.wait()
         if fault in (FaultKind.TIMEOUT, FaultKind.CRASH):
@@ -131,8 +135,10 @@ class LambdaRuntime:
     def _invocation_environment(self, function: Any) -> Iterator[io.StringIO]:
         saved = dict(os.environ)
         os.environ.update(function.environment_vars or {})
+        # What the Lambda runtime adds to every function's environment.
         os.environ.update(AWS_LAMBDA_FUNCTION_NAME=function.function_name,
-                          AWS_LAMBDA_FUNCTION_MEMORY_SIZE=str(function.memory_size))
+                          AWS_LAMBDA_FUNCTION_MEMORY_SIZE=str(function.memory_size),
+                          AWS_REGION=function.region, AWS_DEFAULT_REGION=function.region)
         output = io.StringIO()
         # EMF metrics are print()ed; Powertools Logger writes to the stream its handler was created with.
         streams = _stream_handlers()

@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
+from offline import client_cache
 from offline.assembly import CloudAssembly
 from offline.clock import RetryClock
 from offline.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
@@ -67,6 +68,7 @@ class Rehearsal:
         self.bus: EventBus
         self._announced: set[str] = set()
         self._uninstall_service_faults: Any = None
+        self._uninstall_client_cache: Any = None
 
     @classmethod
     @contextmanager
@@ -94,6 +96,7 @@ class Rehearsal:
             self.runtime = LambdaRuntime(asset_directories(self.assembly), self._task_names(), self.faults)
             self.runtime.install()
             self._uninstall_service_faults = install_service_faults(self.faults, self.outputs)
+            self._uninstall_client_cache = client_cache.install()
             self.pipe = PipeEmulator(self._pipe_definition(), self.sqs, self.sfn, self.faults, self.region)
             self.bus = EventBus(self._rules(), self.sns, self.sqs, self._queue_urls())
         except BaseException:
@@ -104,6 +107,8 @@ class Rehearsal:
         self.faults.released.set()
         if self._uninstall_service_faults is not None:
             self._uninstall_service_faults()
+        if self._uninstall_client_cache is not None:
+            self._uninstall_client_cache()
         if hasattr(self, "runtime"):
             self.runtime.uninstall()
         self.clock.uninstall()
@@ -129,14 +134,20 @@ class Rehearsal:
         self.pipe.drain()
         deadline = time.monotonic() + timeout_seconds
         while True:
-            running = [arn for arn in self.pipe.stats.started if arn not in self._announced
-                       and self._status(arn) not in TERMINAL]
             self._emit_finished()
-            if not running:
+            pending = [arn for arn in self.pipe.stats.started if arn not in self._announced]
+            if not pending:
                 return self.executions()
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{len(running)} executions still running after {timeout_seconds} s")
-            time.sleep(0.005)
+                raise TimeoutError(f"{len(pending)} executions still running after {timeout_seconds} s")
+            # Poll gently: the executions run on threads of this process and need the interpreter more.
+            time.sleep(0.02)
+
+    def running(self) -> set[str]:
+        """ARNs of the executions still running, in one listing."""
+        pages = self.sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=self.pipe.definition.target_arn, statusFilter="RUNNING")
+        return {execution["executionArn"] for page in pages for execution in page["executions"]}
 
     def abort(self, execution_arn: str) -> None:
         """What an operator's StopExecution does; the rule then sees ABORTED."""
@@ -147,7 +158,7 @@ class Rehearsal:
         self.pipe.drain()
         if not self.runtime.hanging.wait(timeout_seconds):
             raise TimeoutError("no task is hanging")
-        return [arn for arn in self.pipe.stats.started if self._status(arn) == "RUNNING"]
+        return [arn for arn in self.pipe.stats.started if self.execution_status(arn) == "RUNNING"]
 
     # -- probes ------------------------------------------------------------------------------------------------
 
@@ -201,12 +212,13 @@ class Rehearsal:
 
     # -- wiring ------------------------------------------------------------------------------------------------
 
-    def _status(self, arn: str) -> str:
+    def execution_status(self, arn: str) -> str:
         return str(self.sfn.describe_execution(executionArn=arn)["status"])
 
     def _emit_finished(self) -> None:
+        running = self.running()
         for arn in self.pipe.stats.started:
-            if arn in self._announced:
+            if arn in self._announced or arn in running:
                 continue
             described = self.sfn.describe_execution(executionArn=arn)
             if described["status"] in TERMINAL:

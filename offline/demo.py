@@ -1,0 +1,245 @@
+"""`make demo`: the whole pipeline offline, a realistic stream of orders, and an account of every message."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from offline.accounting import DUPLICATE_ENDS, Ledger, Place, account
+from offline.cost import Usage, add, per_million, usage_of_execution
+from offline.demo_report import render
+from offline.faults import Fault, FaultKind
+from offline.orders import OrderKind, SampleOrder, make_order, seed_inventory
+from offline.rehearsal import Rehearsal
+
+app = typer.Typer(add_completion=False, help=__doc__)
+
+# The default mix: mostly good orders, and every kind of trouble the pipeline must survive.
+MIX = {
+    OrderKind.VALID: 0.70,
+    OrderKind.OUT_OF_STOCK: 0.06,
+    OrderKind.DECLINED: 0.06,
+    OrderKind.UNSERVED: 0.06,
+    OrderKind.MALFORMED: 0.06,
+}
+RESEND_SHARE = 0.06  # a producer sends an earlier order again (a new SQS message, the same order)
+SQS_DUPLICATE_SHARE = 0.05  # SQS delivers a message twice (the same messageId, two executions)
+
+
+@dataclass
+class Plan:
+    samples: list[SampleOrder]
+    resends: int
+    sqs_duplicates: int
+    aborted: list[str]  # order ids whose execution an operator aborts (chaos)
+
+
+def plan(orders: int, seed: int, chaos: bool) -> Plan:
+    """The same seed gives the same orders, duplicates and chaos."""
+    rng = random.Random(seed)
+    kinds = rng.choices(list(MIX), weights=list(MIX.values()), k=orders)
+    samples = [make_order(kind, number, rng) for number, kind in enumerate(kinds, start=1)]
+    resends = int(orders * RESEND_SHARE)
+    valid = [s for s in samples if s.kind is OrderKind.VALID]
+    for _ in range(resends):
+        samples.insert(rng.randrange(len(samples) + 1), rng.choice(valid))
+    aborted = [s.order_id or "" for s in rng.sample(valid, k=min(3, len(valid)))] if chaos else []
+    # (chaos_faults picks its orders from a generator of its own, so aborts and faults may share an order.)
+    return Plan(samples, resends, int(orders * SQS_DUPLICATE_SHARE), aborted)
+
+
+def chaos_faults(rng: random.Random, samples: list[SampleOrder]) -> list[Fault]:
+    """Transient faults that retries absorb, and a few that nothing absorbs, each on chosen orders, so the same
+    seed gives the same outcome whatever order the executions' threads run in."""
+    valid = [s.order_id for s in samples if s.kind is OrderKind.VALID and s.order_id]
+    picked = rng.sample(valid, k=min(10, len(valid)))
+    recover, doomed = picked[:6], picked[6:]
+    faults = [
+        # Absorbed by the Retry fields (each fewer times than MaxAttempts).
+        Fault("ReserveInventory", FaultKind.SERVICE_ERROR, times=2, order_id=recover[0]),
+        Fault("ChargePayment", FaultKind.THROTTLE, times=3, order_id=recover[1]),
+        Fault("ArrangeShipping", FaultKind.TIMEOUT, times=1, order_id=recover[2]),
+        Fault("ChargePayment", FaultKind.SERVICE_ERROR, times=1, order_id=recover[3]),
+        # Absorbed by the pipe and SQS: the hand-over is refused twice, the message comes back, then starts.
+        Fault("StartExecution", FaultKind.START_REFUSED, times=2, order_id=recover[4]),
+        # Absorbed by HandleFailure's and NotifyFailure's retries, whichever failure meets them first.
+        Fault("FailureDlq", FaultKind.UNAVAILABLE, times=2),
+        Fault("AlertsTopic", FaultKind.UNAVAILABLE, times=2),
+    ]
+    if len(doomed) == 4:
+        faults += [
+            Fault("ArrangeShipping", FaultKind.SERVICE_ERROR, order_id=doomed[0]),  # retries exhausted
+            Fault("ChargePayment", FaultKind.CRASH, order_id=doomed[1]),  # a crash nobody retries
+            Fault("ArrangeShipping", FaultKind.CRASH, order_id=doomed[2]),
+            Fault("RefundPayment", FaultKind.CRASH, order_id=doomed[2]),  # and its compensation fails
+            Fault("StartExecution", FaultKind.START_REFUSED, order_id=doomed[3]),  # never handed over
+        ]
+    return faults
+
+
+@app.command()
+def main(
+    orders: Annotated[int, typer.Option(min=1, max=5000, help="How many orders to fire.")] = 300,
+    chaos: Annotated[bool, typer.Option(help="Inject transient faults, timeouts, crashes and aborts.")] = False,
+    seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same run.")] = 7,
+    assembly: Annotated[Path, typer.Option(help="The synthesized cloud assembly.")] = Path("cdk.out"),
+    report: Annotated[Path, typer.Option(help="Where to write the JSON report.")] = Path("demo-report.json"),
+) -> None:
+    """Deploy the synthesized app into the offline emulator and push orders through it."""
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
+    logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
+    logging.getLogger("order-saga").setLevel(logging.WARNING)
+    if not (assembly / "FireAndForget.template.json").exists():
+        console.print(f"[red]No synthesized app in {assembly}: run `make synth` first.[/red]")
+        raise typer.Exit(2)
+    the_plan = plan(orders, seed, chaos)
+    started = time.perf_counter()
+    with Rehearsal.start(assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        if chaos:
+            for fault in chaos_faults(random.Random(seed + 1), the_plan.samples):
+                aws.faults.add(fault)
+            for order_id in the_plan.aborted:
+                aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1, order_id=order_id))
+        bodies = _fire(aws, the_plan, console)
+        _process(aws, the_plan, console)
+        elapsed = time.perf_counter() - started
+        ledger = account(aws, list(bodies))
+        result = summarize(aws, ledger, bodies, the_plan, elapsed, orders=orders, chaos=chaos, seed=seed)
+    report.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    render(console, result)
+    console.print(f"JSON report: {report}")
+    if not result["conservation"]["balanced"]:
+        raise typer.Exit(1)
+
+
+def _fire(aws: Rehearsal, the_plan: Plan, console: Console) -> dict[str, str]:
+    """The callers: each drops its order on the source queue and moves on."""
+    aws.pipe.duplicate_next = 0
+    bodies = {aws.send(sample.body): sample.body for sample in the_plan.samples}
+    aws.pipe.duplicate_next = the_plan.sqs_duplicates  # the first few batches are delivered twice
+    console.print(f"Fired {len(bodies)} messages into the source queue "
+                  f"({the_plan.resends} producer resends; SQS will deliver {the_plan.sqs_duplicates} twice).")
+    return bodies
+
+
+def _process(aws: Rehearsal, the_plan: Plan, console: Console) -> None:
+    """Let the pipe hand everything over, abort what an operator aborts, and wait for every execution."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    aws.pipe.drain()
+    if the_plan.aborted:
+        _abort_held(aws, the_plan.aborted)
+    total = len(aws.pipe.stats.started)
+    with Progress(TextColumn("executions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, disable=not console.is_terminal) as progress:
+        task = progress.add_task("run", total=total)
+        while True:
+            done = total - len(aws.running())
+            progress.update(task, completed=done)
+            if done == total:
+                break
+            time.sleep(0.25)
+    if not console.is_terminal:
+        console.print(f"{total} executions finished.")
+    aws.run()  # emits the status-change events and drains anything the visibility timeout brought back
+
+
+def _abort_held(aws: Rehearsal, order_ids: list[str]) -> None:
+    deadline = time.monotonic() + 60
+    while aws.runtime.hung < len(order_ids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for execution in aws.executions():
+        if execution.status == "RUNNING" and any(order_id in json.dumps(execution.input) for order_id in order_ids):
+            aws.abort(execution.arn)
+    aws.faults.released.set()
+
+
+def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: Plan, elapsed: float,
+              **options: Any) -> dict[str, Any]:
+    """Everything the report shows, as data (also the JSON report)."""
+    from offline.invariants import saga_violations
+
+    executions = {e.arn: e for e in aws.executions()}
+    by_message: dict[str, list[Any]] = {}
+    for execution in executions.values():
+        by_message.setdefault(execution.message_id or "", []).append(execution)
+    outcomes: Counter[str] = Counter()
+    transitions: dict[str, list[int]] = {}
+    total = Usage()
+    for message_id, fate in ledger.fates.items():
+        outcome = _outcome(fate.place, fate.manual_repair)
+        outcomes[outcome] += 1
+        for execution in by_message.get(message_id, []):
+            if execution.states and execution.states[-1] in DUPLICATE_ENDS:
+                outcome_of_run = "duplicate delivery, ignored"
+            else:
+                outcome_of_run = outcome
+            retries = len(aws.clock.for_execution(execution.arn))
+            usage = usage_of_execution(execution.history, retries)
+            add(total, usage)
+            transitions.setdefault(outcome_of_run, []).append(usage.transitions)
+    failures = [json.loads(m["Body"]) for m in aws.messages("FailureDlqUrl")]
+    return {
+        "options": options,
+        "elapsed_seconds": round(elapsed, 2),
+        "messages_in": len(bodies),
+        "outcomes": dict(outcomes),
+        "errors": dict(Counter(f.error for f in ledger.fates.values() if f.error)),
+        "failure_dlq_sample": [
+            {"orderId": _order_id(f["record"]["body"]), "error": f["failure"]["error"],
+             "failedState": f["failure"]["state"], "manualRepair": f["manualRepair"]}
+            for f in failures[:5]
+        ],
+        "notifications": {"count": len(aws.notifications()),
+                          "subjects": [s or t.splitlines()[0] for s, t in aws.notifications()[:5]]},
+        "conservation": {
+            "in": len(bodies),
+            "accounted": sum(1 for f in ledger.fates.values() if len(f.places) == 1),
+            "lost": len(ledger.lost),
+            "in_two_places": len(ledger.in_two_places),
+            "announced_twice": len(ledger.announced_twice),
+            "unannounced_failures": len(ledger.unannounced_failures),
+            "balanced": ledger.balanced,
+            "saga_violations": saga_violations(aws, ledger, bodies),
+        },
+        "transitions_per_outcome": {
+            k: {"mean": round(sum(v) / len(v), 2), "min": min(v), "max": max(v)} for k, v in transitions.items()
+        },
+        "cost_per_million_orders_usd": round(per_million(total, len(bodies)), 2),
+        "usage": {k: v for k, v in vars(total).items() if k != "notes"},
+    }
+
+
+def _outcome(place: Place, manual_repair: bool) -> str:
+    if manual_repair:
+        return "needs manual repair"
+    return {
+        Place.SUCCEEDED: "succeeded",
+        Place.FAILURE_DLQ: "failed, compensated, in failure DLQ",
+        Place.SOURCE_DLQ: "never handed over, in source DLQ",
+        Place.EXECUTION: "failed execution, input kept",
+        Place.NOWHERE: "UNACCOUNTED",
+    }[place]
+
+
+def _order_id(body: str) -> str:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return "(not JSON)"
+    return str(value.get("orderId", "(none)")) if isinstance(value, dict) else "(not an object)"
+
+
+if __name__ == "__main__":
+    sys.exit(app())

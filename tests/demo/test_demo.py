@@ -1,0 +1,59 @@
+"""The demo entry point, small: it accounts for every message and fails when it cannot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from offline import demo
+from offline.accounting import Ledger, MessageFate, Place
+
+
+@pytest.mark.parametrize(("orders", "chaos"), [(16, False), (40, True)])
+def test_the_demo_accounts_for_every_message(cloud_assembly: Path, tmp_path: Path, orders: int,
+                                             chaos: bool) -> None:
+    report = tmp_path / "report.json"
+    args = ["--orders", str(orders), "--seed", "3", "--assembly", str(cloud_assembly), "--report", str(report)]
+    result = CliRunner().invoke(demo.app, [*args, "--chaos"] if chaos else args)
+
+    assert result.exit_code == 0, result.output
+    data = json.loads(report.read_text(encoding="utf-8"))
+    conservation = data["conservation"]
+    assert conservation["balanced"] is True and conservation["saga_violations"] == []
+    assert conservation["in"] == conservation["accounted"] == data["messages_in"] == sum(data["outcomes"].values())
+    assert conservation["announced_twice"] == conservation["lost"] == 0
+    if not chaos:  # without faults, no retries: a success is exactly its three steps
+        assert data["transitions_per_outcome"]["succeeded"] == {"mean": 3.0, "min": 3, "max": 3}
+    assert data["cost_per_million_orders_usd"] > 0
+    assert "Conservation:" in result.output and "BALANCED" in result.output
+    assert "\x1b[" not in result.output  # no control codes when not on a terminal
+    if chaos:
+        assert data["outcomes"]["needs manual repair"] >= 1
+        assert "never handed over, in source DLQ" in data["outcomes"]
+
+
+def test_the_same_seed_gives_the_same_orders() -> None:
+    first, second = demo.plan(50, seed=11, chaos=True), demo.plan(50, seed=11, chaos=True)
+    assert [s.body for s in first.samples] == [s.body for s in second.samples]
+    assert first.aborted == second.aborted
+    assert demo.plan(50, seed=12, chaos=True).samples != first.samples
+
+
+def test_an_unbalanced_ledger_is_not_balanced() -> None:
+    """The exit status rests on Ledger.balanced: each way of losing track must flip it."""
+    ok = MessageFate("a", [Place.SUCCEEDED])
+    assert Ledger({"a": ok}).balanced
+    assert not Ledger({"a": MessageFate("a")}).balanced  # lost
+    assert not Ledger({"a": MessageFate("a", [Place.SUCCEEDED, Place.FAILURE_DLQ])}).balanced
+    assert not Ledger({"a": MessageFate("a", [Place.FAILURE_DLQ], announcements=2)}).balanced
+    assert not Ledger({"a": MessageFate("a", [Place.FAILURE_DLQ], announcements=0)}).balanced
+    assert not Ledger({"a": MessageFate("a", [Place.SUCCEEDED], announcements=1)}).balanced
+
+
+def test_missing_assembly_is_a_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(demo.app, ["--assembly", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "make synth" in result.output
