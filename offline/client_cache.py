@@ -33,10 +33,10 @@ def install() -> Callable[[], None]:
                if name.startswith("moto.stepfunctions.parser")
                and getattr(module, "boto_client_for", None) is _ORIGINAL]
     for module in patched:
-        module.boto_client_for = cached
+        setattr(module, "boto_client_for", cached)  # noqa: B010 - patching a module attribute
 
     def undo() -> None:
         for module in patched:
-            module.boto_client_for = _ORIGINAL
+            setattr(module, "boto_client_for", _ORIGINAL)  # noqa: B010
 
     return undo
