@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from arrange_shipping.logic import handle
-from common.observability import logger, metrics, tracer
+from common.observability import logger, metrics
+from common.tracing import tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext

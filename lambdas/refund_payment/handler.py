@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from common.observability import logger, metrics, tracer
+from common.observability import logger, metrics
+from common.tracing import tracer
 from refund_payment.logic import handle
 
 if TYPE_CHECKING:
