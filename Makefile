@@ -55,6 +55,12 @@ demo: synth ## the main job: deploy the app offline and push orders through it (
 snapshot-update: install ## accept the current template as the reviewed snapshot
 	$(RUN) pytest tests/infra/test_snapshot.py --snapshot-update
 
+.PHONY: diagram
+diagram: install ## redraw docs/architecture.png (from a fresh synth) and docs/workflow.png (from the ASL); needs graphviz
+	@command -v dot >/dev/null 2>&1 || { echo "make diagram needs graphviz's dot: apt-get install graphviz (Debian/Ubuntu) or brew install graphviz (macOS)" >&2; exit 1; }
+	$(RUN) --group docs python docs/diagrams/architecture.py
+	$(RUN) --group docs python docs/diagrams/workflow.py
+
 deploy: install ## deploy to the AWS account of your current credentials (needs cdk bootstrap once)
 	$(CDK) deploy
 
