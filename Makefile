@@ -42,8 +42,8 @@ synth: install ## synthesize the template into cdk.out/ (offline)
 checkov: synth ## Checkov on the synthesized template
 	$(CHECKOV) -d cdk.out --config-file .checkov.yaml
 
-pytest: install ## the test suite
-	$(RUN) pytest
+pytest: install ## the test suite, on every core (one synthesized app per worker)
+	$(RUN) pytest -n auto --dist loadfile
 
 test: lint checkov pytest ## every check: lint, types, synth, cdk-nag, cfn-lint, Checkov, tests
 
