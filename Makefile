@@ -52,6 +52,10 @@ DEMO_ARGS ?=
 demo: synth ## the main job: deploy the app offline and push orders through it (DEMO_ARGS="--orders 500 --chaos")
 	$(RUN) ff-demo $(DEMO_ARGS)
 
+.PHONY: bench
+bench: synth ## measure transitions, cost, cold starts, synth, throughput and the AWS ceiling; writes docs/performance.md
+	$(RUN) python bench/run.py
+
 snapshot-update: install ## accept the current template as the reviewed snapshot
 	$(RUN) pytest tests/infra/test_snapshot.py --snapshot-update
 

@@ -1,0 +1,1 @@
+"""Benchmarks of the Fire-and-Forget reference: `make bench` runs bench/run.py and writes docs/performance.md."""

@@ -1,0 +1,144 @@
+"""State transitions and cost of each workflow path, from real executions in the offline rehearsal."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from offline.accounting import DUPLICATE_ENDS
+from offline.cost import Usage, add, per_million, usage_of_execution
+from offline.demo import MIX, RESEND_SHARE, SQS_DUPLICATE_SHARE
+from offline.faults import Fault, FaultKind
+from offline.orders import OrderKind, make_order, seed_inventory
+from offline.rehearsal import Execution, Rehearsal
+
+# Published figures, quoted from issue 8: billed state transitions of each sample's happy path.
+ANCHORS = (
+    ("cdk-patterns saga (happy path)", 4),
+    ("AWS saga-pattern-cdk sample (happy path)", 7),
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One path: the kind of order sent, and the fault injected on that order only."""
+
+    name: str
+    kind: OrderKind
+    order_number: int  # the same number gives the same order (a resend reuses the happy path's)
+    fault: tuple[str, FaultKind, int | None] | None = None  # (task, fault, times; None = every time)
+    duplicate_delivery: bool = False  # the pipe hands the message over twice, as SQS at-least-once may
+
+
+SCENARIOS = (
+    Scenario("happy path", OrderKind.VALID, 1),
+    Scenario("OutOfStock at ReserveInventory", OrderKind.OUT_OF_STOCK, 2),
+    Scenario("PaymentDeclined at ChargePayment", OrderKind.DECLINED, 3),
+    Scenario("ShippingUnavailable at ArrangeShipping", OrderKind.UNSERVED, 4),
+    Scenario("bad input: InvalidOrder", OrderKind.MALFORMED, 5),
+    Scenario("2 throttles on ChargePayment, retried", OrderKind.VALID, 6, ("ChargePayment", FaultKind.THROTTLE, 2)),
+    Scenario("ArrangeShipping throttled until retries run out", OrderKind.VALID, 7,
+             ("ArrangeShipping", FaultKind.THROTTLE, None)),
+)
+# Paths the demo's mix also contains: a producer resending an order, and SQS delivering a message twice.
+RESEND = Scenario("producer resend of a completed order", OrderKind.VALID, 1)
+DUPLICATE = Scenario("SQS duplicate delivery (both executions)", OrderKind.VALID, 8, duplicate_delivery=True)
+# Which measured path each kind of the demo's MIX takes.
+PATH_OF_KIND = {
+    OrderKind.VALID: "happy path",
+    OrderKind.OUT_OF_STOCK: "OutOfStock at ReserveInventory",
+    OrderKind.DECLINED: "PaymentDeclined at ChargePayment",
+    OrderKind.UNSERVED: "ShippingUnavailable at ArrangeShipping",
+    OrderKind.MALFORMED: "bad input: InvalidOrder",
+}
+
+
+@dataclass
+class PathResult:
+    """What one message on one path cost: its executions (two for a duplicate delivery) and their usage."""
+
+    scenario: Scenario
+    executions: list[Execution]
+    retries: list[int]
+    usage: Usage = field(default_factory=Usage)
+    duplicate_usage: Usage = field(default_factory=Usage)  # the executions a duplicate delivery adds
+
+    @property
+    def states_entered(self) -> int:
+        return sum(execution.transitions for execution in self.executions)
+
+    @property
+    def cost_per_million(self) -> float:
+        return per_million(self.usage, 1)
+
+
+def run_paths(assembly: Path) -> dict[str, PathResult]:
+    """Each scenario, one after another in one rehearsal, so no execution shares the machine with another."""
+    results: dict[str, PathResult] = {}
+    with Rehearsal.start(assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        for scenario in (*SCENARIOS, RESEND, DUPLICATE):
+            results[scenario.name] = _run_one(aws, scenario)
+    return results
+
+
+def _run_one(aws: Rehearsal, scenario: Scenario) -> PathResult:
+    sample = make_order(scenario.kind, scenario.order_number, random.Random(scenario.order_number))
+    if scenario.fault is not None:
+        task, kind, times = scenario.fault
+        aws.faults.add(Fault(task, kind, times=times, order_id=sample.order_id))
+    before = set(aws.pipe.stats.started)
+    aws.pipe.duplicate_next = 1 if scenario.duplicate_delivery else 0
+    aws.send(sample.body)
+    executions = [e for e in aws.run() if e.arn not in before]
+    aws.faults.clear()
+    result = PathResult(scenario, executions, [len(aws.clock.for_execution(e.arn)) for e in executions])
+    for execution, retries in zip(executions, result.retries, strict=True):
+        usage = usage_of_execution(execution.history, retries)
+        add(result.usage, usage)
+        if execution.states and execution.states[-1] in DUPLICATE_ENDS:
+            add(result.duplicate_usage, usage)
+    return result
+
+
+@dataclass(frozen=True)
+class MixResult:
+    """The demo's default mix, weighted from the measured paths."""
+
+    transitions_per_message: float
+    executions_per_message: float
+    cost_per_million: float
+    weights: dict[str, float]
+
+
+def demo_mix(results: dict[str, PathResult]) -> MixResult:
+    """Per message in: sum(w_k * path_k) + resend share * resend path + duplicate share * extra execution,
+    over (1 + resend share) messages, as the demo counts a resend as a message and a duplicate as not one.
+    w_k is MIX's weight of kind k normalized to sum to 1, as `random.choices` draws them."""
+    total = Usage()
+    executions = 0.0
+    weights: dict[str, float] = {}
+    kinds = sum(MIX.values())  # the demo draws kinds with these weights; they need not sum to 1
+    parts = [(PATH_OF_KIND[kind], weight / kinds, results[PATH_OF_KIND[kind]].usage) for kind, weight in MIX.items()]
+    parts.append((RESEND.name, RESEND_SHARE, results[RESEND.name].usage))
+    extra = results[DUPLICATE.name].duplicate_usage
+    parts.append((DUPLICATE.name.split(" (")[0] + ": the extra execution", SQS_DUPLICATE_SHARE, extra))
+    scale = 1_000_000  # integer Usage fields: weight a million messages rather than one
+    for name, share, usage in parts:
+        weights[name] = share
+        add(total, _scaled(usage, share * scale))
+        executions += share * usage.pipe_requests  # one pipe request per execution
+    messages = (1 + RESEND_SHARE) * scale
+    return MixResult(
+        transitions_per_message=total.transitions / messages,
+        executions_per_message=executions * scale / messages,
+        cost_per_million=per_million(total, round(messages)),
+        weights=weights,
+    )
+
+
+def _scaled(usage: Usage, factor: float) -> Usage:
+    return Usage(**{name: round(getattr(usage, name) * factor) for name in (
+        "transitions", "lambda_invocations", "sns_publishes", "sqs_requests", "pipe_requests",
+        "dynamodb_writes", "dynamodb_reads")})
