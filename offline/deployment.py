@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +36,14 @@ class DeployedStack:
     outputs: dict[str, str]
     physical_ids: dict[str, str]
     resource_map: Any
+    definitions: dict[str, Any] = field(default_factory=dict)  # state machine ARN -> deployed definition
 
     def resolve(self, value: Any) -> Any:
         """Resolve Ref / Fn::GetAtt / Fn::Join in a template fragment against the deployed stack."""
         return clean_json(value, self.resource_map)
 
 
-def deploy(assembly: CloudAssembly, region: str, execution_timeout_seconds: int | None = None) -> DeployedStack:
+def deploy(assembly: CloudAssembly, region: str) -> DeployedStack:
     """Upload the assets, create the stack from the template, and make its state machines executable."""
     _upload_assets(assembly, region)
     _provide_public_parameters(assembly, region)
@@ -63,7 +64,7 @@ def deploy(assembly: CloudAssembly, region: str, execution_timeout_seconds: int 
         physical_ids={r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources},
         resource_map=_moto_stack(region).resource_map,
     )
-    _recreate_state_machines(assembly, stack, region, execution_timeout_seconds)
+    stack.definitions.update(_recreate_state_machines(assembly, stack, region))
     return stack
 
 
@@ -124,26 +125,25 @@ def _moto_stack(region: str) -> Any:
     return next(stack for stack in backend.stacks.values() if stack.name == STACK_NAME)
 
 
-def _recreate_state_machines(assembly: CloudAssembly, stack: DeployedStack, region: str,
-                             execution_timeout_seconds: int | None) -> None:
+def _recreate_state_machines(assembly: CloudAssembly, stack: DeployedStack, region: str) -> dict[str, Any]:
     """moto's CloudFormation puts state machines in its non-executing backend and ignores
     DefinitionSubstitutions. Create each again through the API (the executing backend), with the same name
-    and the definition CloudFormation would deploy, so it keeps its ARN and really runs."""
+    and the definition CloudFormation would deploy, so it keeps its ARN and really runs. Returns ARN -> definition."""
     sfn = boto3.client("stepfunctions", region_name=region)
+    definitions = {}
     for logical_id, resource in assembly.resources_of_type("AWS::StepFunctions::StateMachine").items():
         props = resource["Properties"]
         substitutions = stack.resolve(props.get("DefinitionSubstitutions", {}))
         definition = json.loads(_substitute(props["DefinitionString"], substitutions))
-        if execution_timeout_seconds is not None:
-            # Time compression, like the retry waits: lets a test see an execution time out in seconds.
-            definition["TimeoutSeconds"] = execution_timeout_seconds
         arn = stack.physical_ids[logical_id]
+        definitions[arn] = definition
         sfn.create_state_machine(
             name=arn.rsplit(":", 1)[1],
             definition=json.dumps(definition),
             roleArn=stack.resolve(props["RoleArn"]),
             type=props.get("StateMachineType", "STANDARD"),
         )
+    return definitions
 
 
 def _substitute(text: str, substitutions: dict[str, Any]) -> str:

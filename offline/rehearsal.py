@@ -86,7 +86,7 @@ class Rehearsal:
         self._mock.start()
         self.clock.install()
         try:
-            self.stack = deploy(self.assembly, self.region, self._execution_timeout)
+            self.stack = deploy(self.assembly, self.region)
             # Typed Any: the probes pass service responses on as plain dicts.
             self.sqs: Any = boto3.client("sqs", region_name=self.region)
             self.sfn: Any = boto3.client("stepfunctions", region_name=self.region)
@@ -99,6 +99,8 @@ class Rehearsal:
             self._uninstall_client_cache = client_cache.install()
             self.pipe = PipeEmulator(self._pipe_definition(), self.sqs, self.sfn, self.faults, self.region)
             self.bus = EventBus(self._rules(), self.sns, self.sqs, self._queue_urls())
+            if self._execution_timeout is not None:
+                self.set_execution_timeout(self._execution_timeout)
         except BaseException:
             self.close()
             raise
@@ -148,6 +150,13 @@ class Rehearsal:
         pages = self.sfn.get_paginator("list_executions").paginate(
             stateMachineArn=self.pipe.definition.target_arn, statusFilter="RUNNING")
         return {execution["executionArn"] for page in pages for execution in page["executions"]}
+
+    def set_execution_timeout(self, seconds: int | None) -> None:
+        """Time compression, like the retry waits: executions started from now on time out after `seconds`
+        (None: the deployed TimeoutSeconds again). Executions already running keep the timeout they started with."""
+        for arn, definition in self.stack.definitions.items():
+            changed = dict(definition) if seconds is None else {**definition, "TimeoutSeconds": seconds}
+            self.sfn.update_state_machine(stateMachineArn=arn, definition=json.dumps(changed))
 
     def abort(self, execution_arn: str) -> None:
         """What an operator's StopExecution does; the rule then sees ABORTED."""

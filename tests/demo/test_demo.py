@@ -56,4 +56,4 @@ def test_an_unbalanced_ledger_is_not_balanced() -> None:
 def test_missing_assembly_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(demo.app, ["--assembly", str(tmp_path)])
     assert result.exit_code == 2
-    assert "make synth" in result.output
+    assert "make synth" in " ".join(result.output.split())  # the message may wrap around a long path
