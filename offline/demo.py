@@ -7,6 +7,7 @@ import logging
 import random
 import sys
 import time
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,8 @@ def main(
     """Deploy the synthesized app into the offline emulator and push orders through it."""
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
     logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
+    # Powertools warns when an invocation records no metric (a compensation with nothing to undo): not news here.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
     logging.getLogger("order-saga").setLevel(logging.WARNING)
     if not (assembly / "FireAndForget.template.json").exists():
         console.print(f"[red]No synthesized app in {assembly}: run `make synth` first.[/red]")
