@@ -39,5 +39,7 @@ def describe() -> dict[str, str]:
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        # Other work on the machine slows the timed sections; the ratios, measured side by side, less so.
+        "load": f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "unknown",
         "commit": _commit(),
     }

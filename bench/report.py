@@ -57,8 +57,8 @@ def _header(run: Run) -> str:
         "",
         _table(["machine", ""], [
             ["CPU", m["cpu"]], ["cores", m["cores"]], ["Python", m["python"]], ["OS", m["os"]],
-            ["date", m["date"]], ["commit", m["commit"]], ["`bench/run.py` took", f"{run.seconds:.0f} s"
-                                                           + ("" if run.suite else " (suite skipped)")],
+            ["date", m["date"]], ["load average at start (1 min)", m["load"]], ["commit", m["commit"]],
+            ["`bench/run.py` took", f"{run.seconds:.0f} s" + ("" if run.suite else " (suite skipped)")],
         ], "ll"),
         "",
         "**Headlines.** "
@@ -67,8 +67,8 @@ def _header(run: Run) -> str:
         f"The demo's default mix costs ${run.mix.cost_per_million:,.2f} per million orders at list prices and "
         f"averages {run.mix.transitions_per_message:.2f} transitions per order, so in {QUOTAS[0].regions} the "
         f"default quotas carry about {bound.orders_per_second:,.0f} orders/s (bound by {bound.bound_by}). "
-        f"Offline, the pipeline moves {fastest.orders_per_second:.1f} orders/s at {fastest.concurrent} concurrent "
-        "messages on this machine.",
+        f"Offline, the pipeline moves at most {fastest.orders_per_second:.1f} orders/s on this machine "
+        f"(at {fastest.concurrent} concurrent message{'s' if fastest.concurrent > 1 else ''}).",
     ])
 
 
@@ -200,8 +200,9 @@ def _synth(run: Run) -> str:
         "In-process synth: `build_app(cdk_context(), outdir)` then `.synth()`, with cdk.json's context, against a",
         "minimal app (one stack, one SQS queue) synthesized the same way in the same process. Each app is",
         "synthesized once untimed first (the jsii runtime and CDK library load), then "
-        f"{len(s.app_seconds)} times each, alternating; the median is reported. The full app's synth includes the",
-        "cdk-nag packs and staging the Lambda asset.",
+        f"{len(s.app_seconds)} times each,",
+        "alternating; the median is reported. The full app's synth includes the cdk-nag packs and staging the",
+        "Lambda asset.",
         "",
         _table(["app", "median s", "runs (s)"], [
             ["this app", f"{s.app_median:.2f}", ", ".join(f"{x:.2f}" for x in s.app_seconds)],

@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "performance.md", help="the report to write")
     parser.add_argument("--skip-suite", action="store_true", help="do not time the test suite (quick iterations)")
     parser.add_argument("--coldstart-runs", type=int, default=20, help="fresh interpreters per handler")
-    parser.add_argument("--synth-rounds", type=int, default=3, help="timed synths of each app")
+    parser.add_argument("--synth-rounds", type=int, default=5, help="timed synths of each app")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 10, 100], help="concurrent messages")
     parser.add_argument("--demo-orders", type=int, default=100, help="orders of the demo's plan to cross-check the"
                         " weighted mix with (0: skip)")
@@ -48,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", "No application metrics to publish", UserWarning)
 
     started = time.perf_counter()
+    host = machine.describe()
     _step("cold import of each handler against the boto3 + Logger baseline")
     cold = coldstart.measure(args.coldstart_runs)
     _step("state transitions and usage of each path (offline rehearsal)")
@@ -65,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _step("the full test suite (uv run pytest -q -p no:randomly)")
         suite = synth.run_suite()
 
-    run = Run(machine.describe(), results, paths.demo_mix(results), demo, cold, synth_times, levels, suite)
+    run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite)
     run.seconds = time.perf_counter() - started
     args.out.write_text(render(run), encoding="utf-8")
     _step(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out} "
