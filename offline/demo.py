@@ -6,6 +6,7 @@ import json
 import logging
 import random
 import sys
+import threading
 import time
 import warnings
 from collections import Counter
@@ -140,21 +141,22 @@ def _process(aws: Rehearsal, the_plan: Plan, console: Console) -> None:
     """Let the pipe hand everything over, abort what an operator aborts, and wait for every execution."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    aws.pipe.drain()
+    expected = len(the_plan.samples) + the_plan.sqs_duplicates  # executions, if every hand-over succeeds
+    pipe = threading.Thread(target=aws.drain, name="pipe", daemon=True)
+    pipe.start()
     if the_plan.aborted:
         _abort_held(aws, the_plan.aborted)
-    total = len(aws.pipe.stats.started)
     with Progress(TextColumn("executions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, disable=not console.is_terminal) as progress:
-        task = progress.add_task("run", total=total)
-        while True:
-            done = total - len(aws.running())
-            progress.update(task, completed=done)
-            if done == total:
-                break
+        task = progress.add_task("run", total=expected)
+        while pipe.is_alive() or aws.running():
+            done = len(aws.pipe.stats.started) - len(aws.running())
+            progress.update(task, completed=done, total=max(expected, len(aws.pipe.stats.started)))
             time.sleep(0.25)
+        progress.update(task, completed=len(aws.pipe.stats.started), total=len(aws.pipe.stats.started))
+    pipe.join()
     if not console.is_terminal:
-        console.print(f"{total} executions finished.")
+        console.print(f"{len(aws.pipe.stats.started)} executions finished.")
     aws.run()  # emits the status-change events and drains anything the visibility timeout brought back
 
 

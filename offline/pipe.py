@@ -17,7 +17,9 @@ follows the documented behaviour only:
 from __future__ import annotations
 
 import json
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,9 +88,18 @@ class PipeEmulator:
             self.stats.deleted += 1
         return len(messages)
 
-    def drain(self, max_polls: int = 100_000) -> None:
-        """Poll until the source queue has nothing visible left."""
+    def drain(self, max_polls: int = 100_000, in_flight: Callable[[], int] | None = None,
+              max_in_flight: int = 0) -> None:
+        """Poll until the source queue has nothing visible left.
+
+        With `max_in_flight`, polling pauses while that many executions are running. The rehearsal runs every
+        Lambda invocation of every execution on one interpreter, one at a time, so hundreds of executions at once
+        would queue for the handlers long enough to hit the Tasks' real TimeoutSeconds, which AWS, running the
+        invocations side by side, would not.
+        """
         for _ in range(max_polls):
+            while max_in_flight and in_flight is not None and in_flight() >= max_in_flight:
+                time.sleep(0.02)
             if self.poll() == 0:
                 return
         raise RuntimeError("the source queue did not drain")

@@ -24,6 +24,9 @@ from offline.pipe import PipeDefinition, PipeEmulator
 from offline.services import install_service_faults
 
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
+# Executions the rehearsal lets run at once (see PipeEmulator.drain): enough for real interleaving, few enough that
+# no invocation waits near a Task's 30 s timeout for the one interpreter that runs every handler.
+MAX_IN_FLIGHT = 40
 
 
 @dataclass
@@ -131,9 +134,9 @@ class Rehearsal:
         )
         return str(message["MessageId"])
 
-    def run(self, timeout_seconds: float = 120.0) -> list[Execution]:
+    def run(self, timeout_seconds: float = 300.0) -> list[Execution]:
         """Drain the source queue through the pipe, wait for every execution to end, emit their events."""
-        self.pipe.drain()
+        self.drain()
         deadline = time.monotonic() + timeout_seconds
         while True:
             self._emit_finished()
@@ -144,6 +147,10 @@ class Rehearsal:
                 raise TimeoutError(f"{len(pending)} executions still running after {timeout_seconds} s")
             # Poll gently: the executions run on threads of this process and need the interpreter more.
             time.sleep(0.02)
+
+    def drain(self) -> None:
+        """Hand everything in the source queue to the workflow, at most MAX_IN_FLIGHT executions at a time."""
+        self.pipe.drain(in_flight=lambda: len(self.running()), max_in_flight=MAX_IN_FLIGHT)
 
     def running(self) -> set[str]:
         """ARNs of the executions still running, in one listing."""
@@ -164,7 +171,7 @@ class Rehearsal:
 
     def wait_for_hang(self, timeout_seconds: float = 10.0) -> list[str]:
         """The running executions, once a task is held by a HANG fault."""
-        self.pipe.drain()
+        self.drain()
         if not self.runtime.hanging.wait(timeout_seconds):
             raise TimeoutError("no task is hanging")
         return [arn for arn in self.pipe.stats.started if self.execution_status(arn) == "RUNNING"]
