@@ -12,6 +12,7 @@ from bench.paths import ANCHORS, DUPLICATE, RESEND, SCENARIOS, MixResult, PathRe
 from bench.synth import SuiteRun, SynthTimes
 from bench.throughput import Level
 from offline import cost
+from offline.rehearsal import MAX_IN_FLIGHT
 
 MAX_COLD_RATIO = 1.5
 
@@ -205,8 +206,8 @@ def _synth(run: Run) -> str:
         "Lambda asset.",
         "",
         _table(["app", "median s", "runs (s)"], [
-            ["this app", f"{s.app_median:.2f}", ", ".join(f"{x:.2f}" for x in s.app_seconds)],
-            ["minimal one-queue app", f"{s.minimal_median:.2f}", ", ".join(f"{x:.2f}" for x in s.minimal_seconds)],
+            ["this app", f"{s.app_median:.3f}", ", ".join(f"{x:.3f}" for x in s.app_seconds)],
+            ["minimal one-queue app", f"{s.minimal_median:.3f}", ", ".join(f"{x:.3f}" for x in s.minimal_seconds)],
         ]),
         "",
         f"This app synthesizes in {ratio:.1f}x the time of the minimal app.",
@@ -228,7 +229,9 @@ def _throughput(run: Run) -> str:
         "process, until every execution has ended and its status event was routed. One untimed order first, so imports",
         "are not counted. Each level is repeated up to about 100 orders (median). This is the emulator's throughput",
         "on this machine, under one Python interpreter: it says how the offline stack scales, not what AWS does",
-        "(section 6).",
+        f"(section 6). The rehearsal lets at most {MAX_IN_FLIGHT} executions run at once",
+        "(`offline.rehearsal.MAX_IN_FLIGHT`, so no Task waits for the interpreter until its real timeout); above",
+        "that the pipe leaves the rest in the queue until executions finish.",
         "",
         _table(["concurrent messages", "runs", "median s", "orders/s", "vs 1 message", "CPU ms per order",
                 "succeeded"], rows),
