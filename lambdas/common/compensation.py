@@ -1,14 +1,59 @@
-"""What both compensations share: find the attempt to undo, and turn hard failures into CompensationFailed."""
+"""What every compensation shares: find the attempt, undo it once, turn hard failures into CompensationFailed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from common.errors import CompensationFailed, TransientError
+from common.idempotency import StepKey, run_once
 from common.observability import correlate, count, logger
 from common.records import order_id_of, sqs_record
+from common.settings import IdempotencySettings
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+
+class Compensation(NamedTuple):
+    """One compensation: its step name, its two outcomes, the metric it counts, and how to log what it undid."""
+
+    step: str
+    done: str  # e.g. REFUNDED
+    nothing: str  # e.g. NOTHING_TO_REFUND
+    metric: str
+    describe: Callable[[Any], dict[str, Any]]
+
+
+def compensate(
+    event: Mapping[str, Any],
+    context: LambdaContext,
+    compensation: Compensation,
+    *,
+    idempotency: IdempotencySettings,
+    undo: Callable[[str, str], Any | None],
+) -> dict[str, str]:
+    """Undo this saga attempt's effect once (`undo(order_id, attempt_id)` returns what it undid, or None when
+    there was nothing of this attempt to undo). Returns {"status": done | nothing}; raises TransientError or
+    CompensationFailed."""
+    with undo_or_fail(compensation.step):
+        order_id, attempt_id = attempt_to_undo(event)
+        if order_id is None:
+            logger.info("body names no order; this attempt cannot have done anything to undo")
+            return {"status": compensation.nothing}
+
+        def undo_once() -> dict[str, str]:
+            undone = undo(order_id, attempt_id)
+            if undone is None:
+                logger.info(f"nothing of this attempt to undo ({compensation.step})")
+                return {"status": compensation.nothing}
+            count(compensation.metric)
+            logger.info(f"{compensation.step} done", extra=compensation.describe(undone))
+            return {"status": compensation.done}
+
+        key = StepKey(order_id, compensation.step, attempt_id)
+        return run_once(key, undo_once, settings=idempotency, context=context)
 
 
 @contextmanager

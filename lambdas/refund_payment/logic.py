@@ -7,23 +7,25 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from common import aws
-from common.compensation import attempt_to_undo, undo_or_fail
-from common.idempotency import StepKey, run_once
-from common.observability import count, logger
+from common.compensation import Compensation, compensate, undo_or_fail
 from common.payments import LedgerPaymentProvider, PaymentProvider
 from common.settings import RefundPaymentSettings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-STEP = "RefundPayment"
-REFUNDED = {"status": "REFUNDED"}
-NOTHING_TO_REFUND = {"status": "NOTHING_TO_REFUND"}
+REFUND = Compensation(
+    step="RefundPayment",
+    done="REFUNDED",
+    nothing="NOTHING_TO_REFUND",
+    metric="PaymentsRefunded",
+    describe=lambda charge: {"chargeId": charge.charge_id, "amount": str(charge.amount)},
+)
 
 
 def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Wire the ledger adapter from the environment and run the compensation."""
-    with undo_or_fail("RefundPayment"):
+    with undo_or_fail(REFUND.step):
         settings = RefundPaymentSettings.from_env(os.environ)
         # Refunds apply no credit limit; the provider only needs one to charge.
         provider = LedgerPaymentProvider(aws.dynamodb(), settings.payments_table, default_credit_limit=Decimal(0))
@@ -34,22 +36,5 @@ def refund_payment(
     event: dict[str, Any], context: LambdaContext, *, settings: RefundPaymentSettings, provider: PaymentProvider
 ) -> dict[str, Any]:
     """Return REFUNDED or NOTHING_TO_REFUND; raise TransientError or CompensationFailed."""
-    with undo_or_fail("RefundPayment"):
-        order_id, attempt_id = attempt_to_undo(event)
-        if order_id is None:
-            logger.info("body names no order; nothing can have been charged")
-            return dict(NOTHING_TO_REFUND)
-        key = StepKey(order_id, STEP, attempt_id)
-        return run_once(
-            key, lambda: _refund(order_id, attempt_id, provider), settings=settings.idempotency, context=context
-        )
-
-
-def _refund(order_id: str, attempt_id: str, provider: PaymentProvider) -> dict[str, Any]:
-    charge = provider.refund(order_id, attempt_id)
-    if charge is None:
-        logger.info("no charge of this attempt to refund")
-        return dict(NOTHING_TO_REFUND)
-    count("PaymentsRefunded")
-    logger.info("charge refunded", extra={"chargeId": charge.charge_id, "amount": str(charge.amount)})
-    return dict(REFUNDED)
+    # The provider refunds only a CHARGED charge of this attempt; anything else is not ours to undo.
+    return compensate(event, context, REFUND, idempotency=settings.idempotency, undo=provider.refund)
