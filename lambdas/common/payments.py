@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from botocore.exceptions import ClientError
 
 from common.errors import PaymentDeclined, TransientError, aws_errors_as_transient, error_code
+from common.status_change import undo_once
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -140,28 +141,10 @@ class LedgerPaymentProvider:
         return _charge_from_item(order_id, item) if item is not None else None
 
     def refund(self, order_id: str, attempt_id: str) -> Charge | None:
-        try:
-            with aws_errors_as_transient("recording the refund"):
-                response = self._client.update_item(
-                    TableName=self._table,
-                    Key={"pk": {"S": _order_key(order_id)}},
-                    UpdateExpression="SET #status = :refunded, refundedAt = :now",
-                    # CHARGED -> REFUNDED once, and only by the attempt that charged.
-                    ConditionExpression="#status = :charged AND attemptId = :attempt",
-                    ExpressionAttributeNames={"#status": "status"},
-                    ExpressionAttributeValues={
-                        ":refunded": {"S": REFUNDED},
-                        ":charged": {"S": CHARGED},
-                        ":attempt": {"S": attempt_id},
-                        ":now": {"N": str(int(time.time()))},
-                    },
-                    ReturnValues="ALL_NEW",
-                )
-        except ClientError as error:
-            if error_code(error) == "ConditionalCheckFailedException":
-                return None
-            raise
-        return _charge_from_item(order_id, response["Attributes"])
+        # CHARGED -> REFUNDED once, and only by the attempt that charged.
+        item = undo_once(self._client, table=self._table, key={"pk": {"S": _order_key(order_id)}}, done=CHARGED,
+                         undone=REFUNDED, attempt_id=attempt_id, stamp="refundedAt", action="recording the refund")
+        return _charge_from_item(order_id, item) if item is not None else None
 
 
 def _order_key(order_id: str) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from botocore.exceptions import ClientError
 
 from common.errors import TransientError, aws_errors_as_transient, error_code
+from common.status_change import undo_once
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -88,29 +89,11 @@ class DynamoDBShipments:
         return shipment, True
 
     def cancel(self, order_id: str, attempt_id: str) -> Shipment | None:
-        try:
-            with aws_errors_as_transient("cancelling the shipment"):
-                response = self._client.update_item(
-                    TableName=self._table,
-                    Key={"orderId": {"S": order_id}},
-                    UpdateExpression="SET #status = :cancelled, cancelledAt = :now",
-                    # ARRANGED -> CANCELLED once, and only by the attempt that arranged it: another attempt's
-                    # shipment belongs to an order that attempt may still complete.
-                    ConditionExpression="#status = :arranged AND attemptId = :attempt",
-                    ExpressionAttributeNames={"#status": "status"},
-                    ExpressionAttributeValues={
-                        ":cancelled": {"S": CANCELLED},
-                        ":arranged": {"S": ARRANGED},
-                        ":attempt": {"S": attempt_id},
-                        ":now": {"N": str(int(time.time()))},
-                    },
-                    ReturnValues="ALL_NEW",
-                )
-        except ClientError as error:
-            if error_code(error) == "ConditionalCheckFailedException":
-                return None
-            raise
-        return _shipment_from_item(order_id, response["Attributes"])
+        # ARRANGED -> CANCELLED once, and only by the attempt that arranged it.
+        item = undo_once(self._client, table=self._table, key={"orderId": {"S": order_id}}, done=ARRANGED,
+                         undone=CANCELLED, attempt_id=attempt_id, stamp="cancelledAt",
+                         action="cancelling the shipment")
+        return _shipment_from_item(order_id, item) if item is not None else None
 
     def find(self, order_id: str) -> Shipment | None:
         with aws_errors_as_transient("reading the shipment"):
