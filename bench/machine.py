@@ -20,7 +20,8 @@ def _cpu_model() -> str:
     return models[0] if models else platform.processor() or "unknown"
 
 
-def _commit() -> str:
+def commit() -> str:
+    """The commit checked out, and whether tracked files differ from it."""
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                           check=False)
     if done.returncode != 0:
@@ -41,5 +42,5 @@ def describe() -> dict[str, str]:
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         # Other work on the machine slows the timed sections; the ratios, measured side by side, less so.
         "load": f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "unknown",
-        "commit": _commit(),
+        "commit": commit(),
     }

@@ -30,6 +30,7 @@ class Run:
     throughput: list[Level]
     suite: SuiteRun | None
     seconds: float = 0.0
+    commit_after: str = ""  # the checkout may move under a long run: say so
 
 
 def render(run: Run) -> str:
@@ -46,6 +47,8 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[object]], align: str = "
 
 def _header(run: Run) -> str:
     m = run.machine
+    moved = run.commit_after not in ("", m["commit"])
+    commit = f"{m['commit']} at start, {run.commit_after} at end" if moved else m["commit"]
     happy = run.paths["happy path"]
     fastest = max(run.throughput, key=lambda level: level.orders_per_second)
     bound = ceiling(QUOTAS[0], run.mix.transitions_per_message, run.mix.executions_per_message)
@@ -58,7 +61,7 @@ def _header(run: Run) -> str:
         "",
         _table(["machine", ""], [
             ["CPU", m["cpu"]], ["cores", m["cores"]], ["Python", m["python"]], ["OS", m["os"]],
-            ["date", m["date"]], ["load average at start (1 min)", m["load"]], ["commit", m["commit"]],
+            ["date", m["date"]], ["load average at start (1 min)", m["load"]], ["commit", commit],
             ["`bench/run.py` took", f"{run.seconds:.0f} s" + ("" if run.suite else " (suite skipped)")],
         ], "ll"),
         "",
@@ -194,7 +197,8 @@ def _synth(run: Run) -> str:
     ratio = s.app_median / s.minimal_median
     suite = ("Skipped in this run (`--skip-suite`)." if run.suite is None else
              f"`{run.suite.command}`, once, as a subprocess: **{run.suite.seconds:.0f} s** wall, "
-             f"{run.suite.passed} passed (pytest: \"{run.suite.summary}\", exit code {run.suite.returncode}).")
+             f"{run.suite.passed} passed (pytest: \"{run.suite.summary}\", exit code {run.suite.returncode})."
+             + "".join(f"\n- failed: `{test}`" for test in run.suite.failed))
     return "\n".join([
         "## 4. Synth time and test suite time",
         "",

@@ -68,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite)
     run.seconds = time.perf_counter() - started
+    run.commit_after = machine.commit()
     args.out.write_text(render(run), encoding="utf-8")
     _step(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out} "
           f"in {run.seconds:.0f} s")

@@ -77,6 +77,7 @@ class SuiteRun:
     returncode: int
     summary: str  # pytest's last line, e.g. "412 passed, 3 skipped in 201.3s"
     passed: int
+    failed: list[str]  # test ids pytest's short summary lists as FAILED or ERROR
 
 
 def run_suite() -> SuiteRun:
@@ -91,4 +92,5 @@ def run_suite() -> SuiteRun:
     summary = lines[-1] if lines else done.stderr.strip()[-200:]
     passed = re.search(r"(\d+) passed", summary)
     shown = "uv run pytest -q -p no:randomly" if uv else "python -m pytest -q -p no:randomly"
-    return SuiteRun(shown, seconds, done.returncode, summary, int(passed.group(1)) if passed else 0)
+    failed = [line.split()[1] for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    return SuiteRun(shown, seconds, done.returncode, summary, int(passed.group(1)) if passed else 0, failed)
