@@ -28,7 +28,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 # The default mix: mostly good orders, and every kind of trouble the pipeline must survive.
 MIX = {
-    OrderKind.VALID: 0.70,
+    OrderKind.VALID: 0.76,
     OrderKind.OUT_OF_STOCK: 0.06,
     OrderKind.DECLINED: 0.06,
     OrderKind.UNSERVED: 0.06,
