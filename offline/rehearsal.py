@@ -20,6 +20,7 @@ from offline.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
 from offline.execution_events import EventBus, RuleDefinition, status_change_event
 from offline.faults import FaultPlan
 from offline.lambda_runtime import LambdaRuntime
+from offline.metrics import ServiceMetrics
 from offline.pipe import PipeDefinition, PipeEmulator
 from offline.services import install_service_faults
 
@@ -69,6 +70,7 @@ class Rehearsal:
         self.runtime: LambdaRuntime
         self.pipe: PipeEmulator
         self.bus: EventBus
+        self.metrics: ServiceMetrics  # what AWS would publish to CloudWatch (offline/metrics.py)
         self._announced: set[str] = set()
         self._uninstall_service_faults: Any = None
         self._uninstall_client_cache: Any = None
@@ -102,6 +104,9 @@ class Rehearsal:
             self._uninstall_client_cache = client_cache.install()
             self.pipe = PipeEmulator(self._pipe_definition(), self.sqs, self.sfn, self.faults, self.region)
             self.bus = EventBus(self._rules(), self.sns, self.sqs, self._queue_urls())
+            self.metrics = ServiceMetrics(self.cloudwatch, self.runtime, self.pipe, self.bus,
+                                          function_names=self._task_names(), queue_urls=self._queue_urls().values(),
+                                          account=ACCOUNT, region=self.region)
             if self._execution_timeout is not None:
                 self.set_execution_timeout(self._execution_timeout)
         except BaseException:
@@ -142,6 +147,7 @@ class Rehearsal:
             self._emit_finished()
             pending = [arn for arn in self.pipe.stats.started if arn not in self._announced]
             if not pending:
+                self.metrics.publish()
                 return self.executions()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{len(pending)} executions still running after {timeout_seconds} s")
@@ -240,6 +246,7 @@ class Rehearsal:
             if described["status"] in TERMINAL:
                 self._announced.add(arn)
                 self.bus.put(status_change_event(described, ACCOUNT, self.region))
+                self.metrics.execution_finished(described)
 
     def _task_names(self) -> dict[str, str]:
         names = {}

@@ -1,0 +1,340 @@
+"""Every alarm of the template, shown to trip on the metric data a failure would make AWS publish.
+
+moto's CloudWatch stores alarms but does not evaluate them: an alarm keeps the state it was created with whatever
+data arrives. So these tests do what CloudWatch would do. The rehearsal publishes the data points AWS publishes for
+what happened (offline/metrics.py); each test reads an alarm from the synthesized template, binds its dimensions to
+the rehearsal's physical resources, fetches the data from moto's CloudWatch with the alarm's own statistic and
+period (GetMetricData), computes the alarm's metric-math expression (moto's GetMetricData cannot), and compares
+the result with the alarm's threshold and comparison operator, missing data treated as the alarm says.
+
+One rehearsal runs every failure at once, each fault aimed at its own order; the value each alarm sees must equal
+what the rehearsal observed (so each fault trips its own alarm, bound to the right resource). A second rehearsal of
+healthy traffic, a duplicate delivery included, must leave every alarm OK.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offline.faults import Fault, FaultKind
+from offline.orders import OrderKind, make_order, seed_inventory
+from offline.rehearsal import Rehearsal
+from stacks.constructs.saga_tasks import TASKS
+from tests.support.template import of_type
+
+FUNCTIONS = tuple(spec.construct_id for spec in TASKS)
+COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
+# Alarms whose metric the rehearsal cannot produce, and why.
+CANNOT_TRIP_OFFLINE = {
+    "ExecutionThrottled": "Step Functions throttling (StartExecution, state transitions) needs real quotas; moto "
+                          "never throttles and the pipe emulator has no throttled StartExecution",
+    "PipeExecutionThrottled": "a pipe is throttled by the Pipes service's own concurrency limits, which the "
+                              "emulator (offline/pipe.py) does not model",
+}
+
+
+@dataclass(frozen=True)
+class Alarm:
+    """One AWS::CloudWatch::Alarm of the template, its dimensions bound to the rehearsal's resources."""
+
+    name: str  # the construct id: ExecutionsFailed, ReserveInventoryThrottles, ...
+    queries: list[dict[str, Any]]  # GetMetricData MetricStat queries
+    expression: str  # the returned value: a query id or a metric-math expression
+    period: int
+    threshold: float
+    comparison: str
+    treat_missing: str
+
+
+def alarms(aws: Rehearsal) -> dict[str, Alarm]:
+    """Every metric alarm of the deployed template (composite alarms evaluate alarms, not metrics)."""
+    found = {}
+    for logical_id, resource in of_type(aws.assembly.template, "AWS::CloudWatch::Alarm").items():
+        props = resource["Properties"]
+        # One period, one data point to alarm: what lets a single window stand for the alarm's evaluation.
+        assert (props["EvaluationPeriods"], props.get("DatapointsToAlarm", 1)) == (1, 1), logical_id
+        metrics = props.get("Metrics") or [{"Id": "m1", "ReturnData": True, "MetricStat": {
+            "Metric": {key: props[key] for key in ("Namespace", "MetricName", "Dimensions")},
+            "Stat": props["Statistic"], "Period": props["Period"]}}]
+        (returned,) = [m for m in metrics if m.get("ReturnData", True)]
+        stats = [m for m in metrics if "MetricStat" in m]
+        queries = [{"Id": m["Id"], "MetricStat": _bound(aws, m["MetricStat"])} for m in stats]
+        name = logical_id.removeprefix("Monitoring")[:-8]  # CDK appends an 8-character hash to the logical id
+        found[name] = Alarm(name, queries, returned.get("Expression", returned["Id"]),
+                            int(stats[0]["MetricStat"]["Period"]), float(props["Threshold"]),
+                            props["ComparisonOperator"], props.get("TreatMissingData", "missing"))
+    return found
+
+
+def create_in_moto(aws: Rehearsal, alarm: Alarm) -> None:
+    """The alarm as PutMetricAlarm creates it: the deployment leaves alarms out (moto's CloudFormation has no
+    AWS::CloudWatch::Alarm), and this module wants to show what moto then does with them."""
+    metrics = [{**query, "ReturnData": query["Id"] == alarm.expression} for query in alarm.queries]
+    if all(query["Id"] != alarm.expression for query in alarm.queries):
+        metrics.append({"Id": "result", "Expression": alarm.expression, "ReturnData": True})
+    aws.cloudwatch.put_metric_alarm(AlarmName=alarm.name, Metrics=metrics, EvaluationPeriods=1, DatapointsToAlarm=1,
+                                    Threshold=alarm.threshold, ComparisonOperator=alarm.comparison,
+                                    TreatMissingData=alarm.treat_missing)
+
+
+def _bound(aws: Rehearsal, metric_stat: dict[str, Any]) -> dict[str, Any]:
+    dimensions = [{"Name": d["Name"], "Value": _physical(aws, d["Value"])}
+                  for d in metric_stat["Metric"].get("Dimensions", [])]
+    return {**metric_stat, "Metric": {**metric_stat["Metric"], "Dimensions": dimensions}}
+
+
+def _physical(aws: Rehearsal, value: Any) -> str:
+    referenced = value.get("Ref") if isinstance(value, dict) else None
+    if aws.assembly.template["Resources"].get(referenced, {}).get("Type") == "AWS::Pipes::Pipe":
+        return aws.outputs["PipeName"]  # the pipe is the rehearsal's own (offline/pipe.py), not moto's
+    return str(aws.stack.resolve(value))
+
+
+COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "GreaterThanOrEqualToThreshold": operator.ge, "GreaterThanThreshold": operator.gt,
+    "LessThanThreshold": operator.lt, "LessThanOrEqualToThreshold": operator.le,
+}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    state: str  # ALARM, OK or INSUFFICIENT_DATA
+    value: float | None  # what the alarm compares with its threshold
+    series: dict[str, float | None]  # each metric's statistic over the period, by the alarm's metric id
+
+
+def evaluate(aws: Rehearsal, alarm: Alarm, at: datetime | None = None) -> Evaluation:
+    """What the alarm would say at `at` (now by default), evaluating its one period that ends then."""
+    end = (at or datetime.now(UTC)) + timedelta(seconds=1)
+    response = aws.cloudwatch.get_metric_data(MetricDataQueries=alarm.queries, StartTime=end - timedelta(
+        seconds=alarm.period), EndTime=end)
+    series = {result["Id"]: (result["Values"][0] if result["Values"] else None)
+              for result in response["MetricDataResults"]}
+    value = metric_math(alarm.expression, series)
+    if value is None:
+        return Evaluation({"breaching": "ALARM", "notBreaching": "OK"}.get(alarm.treat_missing, "INSUFFICIENT_DATA"),
+                          None, series)
+    return Evaluation("ALARM" if COMPARE[alarm.comparison](value, alarm.threshold) else "OK", value, series)
+
+
+_ARITHMETIC: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_COMPARISONS: dict[type, Callable[[float, float], bool]] = {
+    ast.GtE: operator.ge, ast.Gt: operator.gt, ast.LtE: operator.le, ast.Lt: operator.lt, ast.Eq: operator.eq}
+
+
+def metric_math(expression: str, series: dict[str, float | None]) -> float | None:
+    """The CloudWatch metric-math subset the alarms use, on one period's values (None: no data)."""
+
+    def value(node: ast.expr) -> float | None:
+        match node:
+            case ast.Constant(value=float() | int() as number):
+                return float(number)
+            case ast.Name(id=name):
+                return series[name]
+            case ast.Call(func=ast.Name(id="FILL"), args=[metric, ast.Constant(value=float() | int() as fill)]):
+                found = value(metric)
+                return float(fill) if found is None else found
+            case ast.Call(func=ast.Name(id="IF"), args=[condition, then, otherwise]):
+                return value(then) if value(condition) else value(otherwise)
+            case ast.BinOp(left=left, op=op, right=right) if type(op) in _ARITHMETIC:
+                a, b = value(left), value(right)
+                if a is None or b is None or (isinstance(op, ast.Div) and b == 0):
+                    return None
+                return _ARITHMETIC[type(op)](a, b)
+            case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in _COMPARISONS:
+                a, b = value(left), value(right)
+                return None if a is None or b is None else float(_COMPARISONS[type(op)](a, b))
+        raise ValueError(f"not metric math the alarms use: {ast.dump(node)}")
+
+    return value(ast.parse(expression, mode="eval").body)
+
+
+# -- the rehearsals -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a rehearsal did, as the rehearsal itself saw it, and what every alarm would say about it."""
+
+    evaluated: dict[str, Evaluation]
+    statuses: Counter[str]
+    queue_depths: dict[str, int]
+    start_failures: int
+    undelivered: int
+    moto_states: dict[str, str]  # the state moto's CloudWatch reports for each alarm, as put there
+
+
+def outcome(aws: Rehearsal, evaluated: dict[str, Evaluation]) -> Outcome:
+    depths = {key: len(aws.messages(key)) for key in ("FailureDlqUrl", "SourceDlqUrl", "FailureEventsQueueUrl",
+                                                       "EventTargetDlqUrl")}
+    moto_states = {alarm["AlarmName"]: alarm["StateValue"]
+                   for page in aws.cloudwatch.get_paginator("describe_alarms").paginate()
+                   for alarm in page["MetricAlarms"]}
+    return Outcome(evaluated, Counter(e.status for e in aws.executions()), depths, aws.pipe.stats.start_failures,
+                   sum(1 for delivery in aws.bus.deliveries if not delivery.delivered), moto_states)
+
+
+def send(aws: Rehearsal, kind: OrderKind, number: int) -> str | None:
+    sample = make_order(kind, number, random.Random(number))
+    aws.send(sample.body)
+    return sample.order_id
+
+
+def unexpected_errors(task: str) -> int:
+    return FUNCTIONS.index(task) + 1
+
+
+throttles = unexpected_errors
+
+
+@pytest.fixture(scope="module")
+def failures(cloud_assembly: Path) -> Outcome:
+    """Every failure the alarms watch for, each fault aimed at an order of its own, in one deployment."""
+    with Rehearsal.start(cloud_assembly, execution_timeout_seconds=1) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        for alarm in alarms(aws).values():
+            create_in_moto(aws, alarm)
+        # An execution that times out (its ChargePayment held past the compressed timeout), then one that is aborted.
+        timed_out = send(aws, OrderKind.VALID, 1)
+        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, order_id=timed_out))
+        aws.drain()
+        deadline = time.monotonic() + 10
+        while aws.executions()[0].status != "TIMED_OUT":
+            assert time.monotonic() < deadline, "the held execution did not time out"
+            time.sleep(0.01)
+        aws.set_execution_timeout(None)
+        aborted = send(aws, OrderKind.VALID, 2)
+        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, order_id=aborted))
+        aws.drain()
+        while aws.runtime.hung < 2:
+            assert time.monotonic() < deadline + 10, "the second execution was not held"
+            time.sleep(0.01)
+        aws.abort(aws.pipe.stats.started[1])
+        aws.faults.released.set()
+
+        # Business failures (the errors the handlers raise on purpose), one order of each kind.
+        for number, kind in enumerate((OrderKind.DECLINED, OrderKind.OUT_OF_STOCK, OrderKind.MALFORMED,
+                                       OrderKind.UNSERVED), start=10):
+            send(aws, kind, number)
+        # Each function fails unexpectedly as often as its place in FUNCTIONS (1 to 6), so that an alarm bound to
+        # the wrong function shows: timeouts the retrier absorbs, then a crash it does not. A compensation runs on
+        # an UNSERVED order, which runs all three.
+        for number, task in enumerate(FUNCTIONS, start=20):
+            kind = OrderKind.UNSERVED if task in COMPENSATIONS else OrderKind.VALID
+            order_id = make_order(kind, number, random.Random(number)).order_id
+            aws.faults.add(Fault(task, FaultKind.TIMEOUT, times=unexpected_errors(task) - 1, order_id=order_id))
+            aws.faults.add(Fault(task, FaultKind.CRASH, times=1, order_id=order_id))
+            send(aws, kind, number)
+        # Each function throttled as often as its place, within its retries: the steps on a valid order, the
+        # compensations on an UNSERVED one.
+        for number, kind, tasks in ((30, OrderKind.VALID, FUNCTIONS[:3]), (31, OrderKind.UNSERVED, COMPENSATIONS)):
+            order_id = make_order(kind, number, random.Random(number)).order_id
+            for task in tasks:
+                aws.faults.add(Fault(task, FaultKind.THROTTLE, times=throttles(task), order_id=order_id))
+            send(aws, kind, number)
+        # The pipe cannot start one order's execution: SQS's redrive moves it to the source DLQ.
+        refused = make_order(OrderKind.VALID, 40, random.Random(40)).order_id
+        aws.faults.add(Fault("StartExecution", FaultKind.START_REFUSED, order_id=refused))
+        send(aws, OrderKind.VALID, 40)
+        for number in range(50, 62):  # healthy orders: the failure rate counts from a minimum of started executions
+            send(aws, OrderKind.VALID, number)
+        aws.run()
+
+        # The alerts topic down: NotifyFailure fails, and so does the rule's delivery, into its target DLQ.
+        aws.faults.add(Fault("AlertsTopic", FaultKind.UNAVAILABLE))
+        send(aws, OrderKind.DECLINED, 70)
+        aws.run()
+
+        every = alarms(aws)
+        evaluated = {name: evaluate(aws, alarm) for name, alarm in every.items()}
+        # The pipe stopped, an order waiting: the oldest message's age is sampled as if the alarm's threshold had
+        # passed (time compressed, like the retry waits), and the alarm evaluated at that time.
+        send(aws, OrderKind.VALID, 80)
+        later = datetime.now(UTC) + timedelta(seconds=every["SourceQueueBacklog"].threshold + 1)
+        aws.metrics.sample_queues(at=later)
+        evaluated["SourceQueueBacklog"] = evaluate(aws, every["SourceQueueBacklog"], at=later)
+        return outcome(aws, evaluated)
+
+
+@pytest.fixture(scope="module")
+def healthy(cloud_assembly: Path) -> Outcome:
+    """Valid orders only, one of them delivered twice, more of them than the failure rate's minimum."""
+    with Rehearsal.start(cloud_assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.pipe.duplicate_next = 1
+        for number in range(1, 22):
+            send(aws, OrderKind.VALID, number)
+        aws.run()
+        return outcome(aws, {name: evaluate(aws, alarm) for name, alarm in alarms(aws).items()})
+
+
+# Each alarm: the failure that trips it, and the value it must see: what the rehearsal itself observed.
+TRIPPED_BY: dict[str, tuple[str, Callable[[Outcome], float]]] = {
+    "ExecutionsFailed": ("business failures and crashes", lambda o: o.statuses["FAILED"]),
+    "ExecutionsTimedOut": ("an execution timed out", lambda o: o.statuses["TIMED_OUT"]),
+    "ExecutionsAborted": ("an execution stopped", lambda o: o.statuses["ABORTED"]),
+    "FailureRate": ("half of 27 executions not succeeding", lambda o: 100 * (
+        o.statuses["FAILED"] + o.statuses["TIMED_OUT"] + o.statuses["ABORTED"]) / o.statuses.total()),
+    "FailureDlqNotEmpty": ("failed orders", lambda o: o.queue_depths["FailureDlqUrl"]),
+    "SourceDlqNotEmpty": ("StartExecution refused", lambda o: o.queue_depths["SourceDlqUrl"]),
+    "FailureEventsWaiting": ("timed out, aborted, unannounced", lambda o: o.queue_depths["FailureEventsQueueUrl"]),
+    # The alarm's 300 s threshold plus the second the sample is taken after.
+    "SourceQueueBacklog": ("the pipe stopped", lambda o: 301),
+    "PipeExecutionFailed": ("StartExecution refused", lambda o: o.start_failures),  # maxReceiveCount receives
+    "RuleFailedInvocations": ("alerts topic down", lambda o: o.undelivered),
+    "RuleTargetDlqNotEmpty": ("alerts topic down", lambda o: o.queue_depths["EventTargetDlqUrl"]),
+} | {f"{task}UnexpectedErrors": (f"{unexpected_errors(task)} unexpected errors", lambda o, t=task: unexpected_errors(t))
+     for task in FUNCTIONS} | {
+    f"{task}Throttles": (f"{throttles(task)} throttles", lambda o, t=task: throttles(t)) for task in FUNCTIONS}
+
+
+@pytest.mark.parametrize("name", list(TRIPPED_BY), ids=[f"{name} ({cause})" for name, (cause, _) in TRIPPED_BY.items()])
+def test_the_failure_trips_the_alarm_with_the_value_the_rehearsal_observed(failures: Outcome, name: str) -> None:
+    evaluation = failures.evaluated[name]
+
+    assert evaluation.state == "ALARM", evaluation
+    assert evaluation.value == pytest.approx(TRIPPED_BY[name][1](failures)), evaluation
+
+
+def test_moto_does_not_evaluate_alarms(failures: Outcome) -> None:
+    # Why this module evaluates the alarms itself: in moto an alarm keeps the state it was created with, whatever
+    # data arrives. Should moto start evaluating them, this fails, and its verdict can replace evaluate().
+    tripped = {name for name, evaluation in failures.evaluated.items() if evaluation.state == "ALARM"}
+    assert set(failures.moto_states) == set(failures.evaluated)
+
+    assert {name: failures.moto_states[name] for name in tripped} == dict.fromkeys(tripped, "OK")
+
+
+@pytest.mark.parametrize("name", list(CANNOT_TRIP_OFFLINE))
+def test_alarms_whose_metric_cannot_be_produced_offline(name: str) -> None:
+    pytest.skip(f"{name}: {CANNOT_TRIP_OFFLINE[name]}")
+
+
+def test_every_metric_alarm_of_the_template_is_proven_or_explained(failures: Outcome) -> None:
+    assert set(failures.evaluated) == set(TRIPPED_BY) | set(CANNOT_TRIP_OFFLINE)
+    assert all((failures.evaluated[name].state, failures.evaluated[name].value) == ("OK", None)
+               for name in CANNOT_TRIP_OFFLINE)
+
+
+def test_healthy_traffic_leaves_every_alarm_ok(healthy: Outcome) -> None:
+    assert healthy.statuses == {"SUCCEEDED": 22}  # 21 orders, one delivered twice
+
+    assert {name: e for name, e in healthy.evaluated.items() if e.state != "OK"} == {}
+    # OK not for want of data: the failure rate is computed (22 started, above its minimum) and is 0; the duplicate's
+    # DuplicateDelivery is one Lambda error, subtracted as the business error ReserveInventory raises on purpose.
+    rate = healthy.evaluated["FailureRate"]
+    assert (rate.value, rate.series["started"]) == (0, 22)
+    reserve = healthy.evaluated["ReserveInventoryUnexpectedErrors"]
+    assert (reserve.value, reserve.series["errors"], reserve.series["expected0"]) == (0, 1, 1)
