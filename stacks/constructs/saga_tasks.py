@@ -1,4 +1,4 @@
-"""The order saga's five Lambda tasks and the DynamoDB tables they own, each function granted only its tables."""
+"""The order saga's six Lambda tasks (three steps, three compensations) and the DynamoDB tables they own."""
 
 from __future__ import annotations
 
