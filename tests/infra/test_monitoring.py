@@ -11,7 +11,6 @@ import pytest
 
 from stacks.constructs.monitoring_metrics import BUSINESS_REJECTIONS, COMPENSATIONS, EXPECTED_ERRORS, STEP_OUTCOMES
 from stacks.constructs.saga_tasks import TASKS
-from tests.support.cdk import cdk_context, load_template, synthesize
 from tests.support.template import of_type, one, ref_or_att
 
 LAMBDAS = Path(__file__).resolve().parents[2] / "lambdas"
@@ -257,76 +256,3 @@ def test_alarm_status_widget_lists_every_alarm(template: dict[str, Any], widgets
     (status,) = [w for w in widgets if w["type"] == "alarm"]
     listed = {arn.removeprefix("<<").removesuffix(">>") for arn in status["properties"]["alarms"]}
     assert listed == set(of_type(template, ALARM)) | set(of_type(template, "AWS::CloudWatch::CompositeAlarm"))
-
-
-# --- configured channels and thresholds ------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def configured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """A second app with every channel configured and other alarm numbers (synth runs cdk-nag on it too)."""
-    context = cdk_context() | {
-        "ff:alarmEmail": "ops@example.com",
-        "ff:webhookUrl": "https://hooks.example.com/alerts",
-        "ff:slackWorkspaceId": "T0123ABCD",
-        "ff:slackChannelId": "C0456EFGH",
-        "ff:alarms": {"periodMinutes": 1, "failureRatePercent": 10, "failureRateWindowMinutes": 30,
-                      "failureRateMinStarted": 50, "sourceQueueMaxAgeSeconds": 900, "executionsFailedThreshold": 3},
-    }
-    return load_template(synthesize(tmp_path_factory.mktemp("configured"), context=context))
-
-
-def test_no_slack_channel_unless_configured(template: dict[str, Any]) -> None:
-    assert of_type(template, "AWS::Chatbot::SlackChannelConfiguration") == {}
-
-
-def test_slack_channel_relays_the_alerts_topic_read_only(configured: dict[str, Any]) -> None:
-    (channel,) = of_type(configured, "AWS::Chatbot::SlackChannelConfiguration").values()
-    props = channel["Properties"]
-    assert (props["SlackWorkspaceId"], props["SlackChannelId"]) == ("T0123ABCD", "C0456EFGH")
-    assert [ref_or_att(t) for t in props["SnsTopicArns"]] == [one(configured, "AWS::SNS::Topic",
-                                                                  "FailureHandlingAlertsTopic")[0]]
-    (guardrail,) = props["GuardrailPolicies"]
-    assert guardrail["Fn::Join"][1][-1] == ":iam::aws:policy/CloudWatchReadOnlyAccess"
-    role_id = ref_or_att(props["IamRoleArn"])
-    role = configured["Resources"][role_id]["Properties"]
-    assert "ManagedPolicyArns" not in role and "Policies" not in role
-    assert not [p for p in of_type(configured, "AWS::IAM::Policy").values()
-                if {"Ref": role_id} in p["Properties"]["Roles"]]
-
-
-def test_thresholds_and_periods_come_from_config(configured: dict[str, Any]) -> None:
-    _, rate = alarm(configured, "FailureRate")
-    assert rate["Threshold"] == 10
-    assert "FILL(started, 0) >= 50" in rate["Metrics"][0]["Expression"]
-    assert {s["Period"] for s in metric_stats(rate).values()} == {1800}
-    _, backlog = alarm(configured, "SourceQueueBacklog")
-    assert backlog["Threshold"] == 900
-    _, failed = alarm(configured, "ExecutionsFailed")
-    assert failed["Threshold"] == 3
-    assert {s["Period"] for s in metric_stats(failed).values()} == {60}
-
-
-def test_email_and_webhook_keep_what_they_could_not_deliver(configured: dict[str, Any]) -> None:
-    topic_id = one(configured, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")[0]
-    dlq_id = one(configured, "AWS::SQS::Queue", "FailureHandlingUndeliveredAlertsDlq")[0]
-    subscriptions = of_type(configured, "AWS::SNS::Subscription").values()
-    found = {s["Properties"]["Protocol"]: s["Properties"] for s in subscriptions}
-    assert set(found) == {"email", "https"}
-    for subscription in found.values():
-        assert ref_or_att(subscription["TopicArn"]) == topic_id
-        assert ref_or_att(subscription["RedrivePolicy"]["deadLetterTargetArn"]) == dlq_id
-    _, props = alarm(configured, "UndeliveredAlertsDlqNotEmpty")
-    (metric_stat,) = metric_stats(props).values()
-    assert metric_stat["Metric"]["MetricName"] == "ApproximateNumberOfMessagesVisible"
-    assert ref_or_att(dimensions(metric_stat)["QueueName"]) == dlq_id
-    assert (props["Threshold"], props["AlarmActions"]) == (1, [{"Ref": topic_id}])
-
-
-def test_every_alarm_links_to_a_section_of_the_runbook(configured: dict[str, Any]) -> None:
-    runbook = (LAMBDAS.parent / "docs" / "runbook.md").read_text(encoding="utf-8")
-    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", runbook, re.M)}
-    alarms = {**of_type(configured, ALARM), **of_type(configured, "AWS::CloudWatch::CompositeAlarm")}
-    for logical_id, resource in alarms.items():
-        (section,) = re.findall(r"docs/runbook\.md#([\w-]+)", resource["Properties"]["AlarmDescription"])
-        assert section in anchors, logical_id
-    assert "## Recovery procedures" in runbook
