@@ -11,10 +11,10 @@ import pytest
 
 from stacks.constructs.monitoring_metrics import BUSINESS_REJECTIONS, COMPENSATIONS, EXPECTED_ERRORS, STEP_OUTCOMES
 from stacks.constructs.saga_tasks import TASKS
+from tests.support.alarm_template import ALARM, alarm, dimensions, metric_stats
 from tests.support.template import of_type, one, ref_or_att
 
 LAMBDAS = Path(__file__).resolve().parents[2] / "lambdas"
-ALARM = "AWS::CloudWatch::Alarm"
 FUNCTIONS = tuple(spec.construct_id for spec in TASKS)
 QUEUES = {  # the runbook's name -> logical id prefix
     "SourceQueue": "SourceQueue2",
@@ -54,24 +54,6 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
 }
 FUNCTION_ALARMS = {f"{task}{kind}" for task in FUNCTIONS for kind in ("UnexpectedErrors", "Throttles")}
 EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate"}
-
-
-def alarm(template: dict[str, Any], alarm_id: str) -> tuple[str, dict[str, Any]]:
-    logical_id, resource = one(template, ALARM, f"Monitoring{alarm_id}")
-    props: dict[str, Any] = resource["Properties"]
-    return logical_id, props
-
-
-def metric_stats(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Metric id -> MetricStat, for both forms CloudFormation has (CDK writes Metrics once a metric has a label)."""
-    if "Metrics" not in props:
-        metric = {key: props[key] for key in ("Namespace", "MetricName", "Dimensions")}
-        return {"m1": {"Metric": metric, "Stat": props["Statistic"], "Period": props["Period"]}}
-    return {m["Id"]: m["MetricStat"] for m in props["Metrics"] if "MetricStat" in m}
-
-
-def dimensions(metric_stat: dict[str, Any]) -> dict[str, Any]:
-    return {d["Name"]: d["Value"] for d in metric_stat["Metric"].get("Dimensions", [])}
 
 
 @pytest.fixture(scope="module")

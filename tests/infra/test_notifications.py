@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.infra.test_monitoring import ALARM, LAMBDAS, alarm, dimensions, metric_stats
-from tests.support.cdk import cdk_context, load_template, synthesize
+from tests.support.alarm_template import ALARM, alarm, dimensions, metric_stats
+from tests.support.cdk import REPO, cdk_context, load_template, synthesize
 from tests.support.template import of_type, one, ref_or_att
 
 
@@ -74,7 +74,7 @@ def test_email_and_webhook_keep_what_they_could_not_deliver(configured: dict[str
 
 
 def test_every_alarm_links_to_a_section_of_the_runbook(configured: dict[str, Any]) -> None:
-    runbook = (LAMBDAS.parent / "docs" / "runbook.md").read_text(encoding="utf-8")
+    runbook = (REPO / "docs" / "runbook.md").read_text(encoding="utf-8")
     anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", runbook, re.M)}
     alarms = {**of_type(configured, ALARM), **of_type(configured, "AWS::CloudWatch::CompositeAlarm")}
     for logical_id, resource in alarms.items():
