@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from typing import Any
 
 PRICES_READ_ON = "2026-11-29"
@@ -50,7 +50,6 @@ class Usage:
     pipe_requests: int = 0
     dynamodb_writes: int = 0
     dynamodb_reads: int = 0
-    notes: list[str] = field(default_factory=list)
 
     def cost(self) -> float:
         """US dollars."""
@@ -96,6 +95,5 @@ def per_million(total: Usage, orders: int) -> float:
 
 
 def add(total: Usage, one: Usage) -> None:
-    for name in ("transitions", "lambda_invocations", "sns_publishes", "sqs_requests", "pipe_requests",
-                 "dynamodb_writes", "dynamodb_reads"):
-        setattr(total, name, getattr(total, name) + getattr(one, name))
+    for usage in fields(Usage):
+        setattr(total, usage.name, getattr(total, usage.name) + getattr(one, usage.name))

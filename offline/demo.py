@@ -222,7 +222,7 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
             k: {"mean": round(sum(v) / len(v), 2), "min": min(v), "max": max(v)} for k, v in transitions.items()
         },
         "cost_per_million_orders_usd": round(per_million(total, len(bodies)), 2),
-        "usage": {k: v for k, v in vars(total).items() if k != "notes"},
+        "usage": vars(total),
     }
 
 

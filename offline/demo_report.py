@@ -11,24 +11,23 @@ from rich.table import Table
 from offline.cost import LAMBDA_BILLED_MS, PRICES, PRICES_READ_ON, REGION
 
 
+def _counts(title: str, label: str, counts: dict[str, int]) -> Table:
+    """Messages per key, most first."""
+    table = Table(title=title)
+    table.add_column(label)
+    table.add_column("messages", justify="right")
+    for key, count in sorted(counts.items(), key=lambda item: -item[1]):
+        table.add_row(escape(key), str(count))
+    return table
+
+
 def render(console: Console, result: dict[str, Any]) -> None:
     opts = result["options"]
     console.print()
     console.rule(f"Fire-and-forget offline demo: {result['messages_in']} messages, chaos={opts['chaos']}, "
                  f"seed={opts['seed']}, {result['elapsed_seconds']} s")
-    outcomes = Table(title="Where every message ended")
-    outcomes.add_column("outcome")
-    outcomes.add_column("messages", justify="right")
-    for outcome, count in sorted(result["outcomes"].items(), key=lambda item: -item[1]):
-        outcomes.add_row(outcome, str(count))
-    console.print(outcomes)
-
-    errors = Table(title="Failures by error")
-    errors.add_column("error")
-    errors.add_column("messages", justify="right")
-    for error, count in sorted(result["errors"].items(), key=lambda item: -item[1]):
-        errors.add_row(error, str(count))
-    console.print(errors)
+    console.print(_counts("Where every message ended", "outcome", result["outcomes"]))
+    console.print(_counts("Failures by error", "error", result["errors"]))
 
     sample = Table(title="First failure-DLQ entries")
     for column in ("orderId", "error", "failedState", "manualRepair"):

@@ -155,6 +155,3 @@ def asset_directories(assembly: CloudAssembly) -> dict[str, Path]:
     """S3 object key -> the asset directory it was zipped from."""
     return {asset.object_key: asset.source for asset in assembly.assets}
 
-
-def assembly_dir_default() -> Path:
-    return Path(__file__).resolve().parents[1] / "cdk.out"

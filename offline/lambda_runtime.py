@@ -169,10 +169,6 @@ class LambdaRuntime:
             elif isinstance(document, dict):
                 self.log_lines.append(document)
 
-    def metric_total(self, name: str) -> float:
-        """Sum of one handler metric over every EMF document the functions printed."""
-        return float(sum(doc.get(name, 0) for doc in self.metric_documents if isinstance(doc.get(name), (int, float))))
-
 
 def _stream_handlers() -> list[logging.StreamHandler[Any]]:
     """The stream handlers of every logger, e.g. the one Powertools' Logger created at import time."""

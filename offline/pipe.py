@@ -42,7 +42,6 @@ class PipeDefinition:
 class PipeStats:
     started: list[str] = field(default_factory=list)  # execution ARNs
     start_failures: int = 0
-    deleted: int = 0
 
 
 class PipeEmulator:
@@ -85,7 +84,6 @@ class PipeEmulator:
                 return len(messages)
         for message in messages:
             self._sqs.delete_message(QueueUrl=self.definition.source_queue_url, ReceiptHandle=message["ReceiptHandle"])
-            self.stats.deleted += 1
         return len(messages)
 
     def drain(self, max_polls: int = 100_000, in_flight: Callable[[], int] | None = None,

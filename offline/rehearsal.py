@@ -98,14 +98,16 @@ class Rehearsal:
             self.sns: Any = boto3.client("sns", region_name=self.region)
             self.dynamodb: Any = boto3.client("dynamodb", region_name=self.region)
             self.cloudwatch: Any = boto3.client("cloudwatch", region_name=self.region)
-            self.runtime = LambdaRuntime(asset_directories(self.assembly), self._task_names(), self.faults)
+            # Looked up once: queue ARNs cost one GetQueueAttributes each.
+            task_names, queue_urls = self._task_names(), self._queue_urls()
+            self.runtime = LambdaRuntime(asset_directories(self.assembly), task_names, self.faults)
             self.runtime.install()
             self._uninstall_service_faults = install_service_faults(self.faults, self.outputs)
             self._uninstall_client_cache = client_cache.install()
-            self.pipe = PipeEmulator(self._pipe_definition(), self.sqs, self.sfn, self.faults, self.region)
-            self.bus = EventBus(self._rules(), self.sns, self.sqs, self._queue_urls())
+            self.pipe = PipeEmulator(self._pipe_definition(queue_urls), self.sqs, self.sfn, self.faults, self.region)
+            self.bus = EventBus(self._rules(), self.sns, self.sqs, queue_urls)
             self.metrics = ServiceMetrics(self.cloudwatch, self.runtime, self.pipe, self.bus,
-                                          function_names=self._task_names(), queue_urls=self._queue_urls().values(),
+                                          function_names=task_names, queue_urls=queue_urls.values(),
                                           account=ACCOUNT, region=self.region)
             if self._execution_timeout is not None:
                 self.set_execution_timeout(self._execution_timeout)
@@ -263,11 +265,11 @@ class Rehearsal:
             urls[arn] = url
         return urls
 
-    def _pipe_definition(self) -> PipeDefinition:
+    def _pipe_definition(self, queue_urls: dict[str, str]) -> PipeDefinition:
         (logical_id, resource), = self.assembly.resources_of_type("AWS::Pipes::Pipe").items()
         props = self.stack.resolve(resource["Properties"])
         source_arn = props["Source"]
-        queue_url = self._queue_urls()[source_arn]
+        queue_url = queue_urls[source_arn]
         self.stack.outputs["PipeName"] = f"{self.stack.name}-{logical_id}-offline"
         return PipeDefinition(
             name=self.stack.outputs["PipeName"],
