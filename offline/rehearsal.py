@@ -102,7 +102,7 @@ class Rehearsal:
             task_names, queue_urls = self._task_names(), self._queue_urls()
             self.runtime = LambdaRuntime(asset_directories(self.assembly), task_names, self.faults)
             self.runtime.install()
-            self._uninstall_service_faults = install_service_faults(self.faults, self.outputs)
+            self._uninstall_service_faults = install_service_faults(self.faults, self.outputs, ACCOUNT, self.region)
             self._uninstall_client_cache = client_cache.install()
             self.pipe = PipeEmulator(self._pipe_definition(queue_urls), self.sqs, self.sfn, self.faults, self.region)
             self.bus = EventBus(self._rules(), self.sns, self.sqs, queue_urls)
@@ -285,5 +285,8 @@ class Rehearsal:
         rules = []
         for logical_id, resource in self.assembly.resources_of_type("AWS::Events::Rule").items():
             props = self.stack.resolve(resource["Properties"])
-            rules.append(RuleDefinition(self.stack.physical_ids[logical_id], props["EventPattern"], props["Targets"]))
+            # A pattern written as a JSON string (it keeps nulls) arrives as text once Fn::Sub is resolved.
+            pattern = props["EventPattern"]
+            pattern = json.loads(pattern) if isinstance(pattern, str) else pattern
+            rules.append(RuleDefinition(self.stack.physical_ids[logical_id], pattern, props["Targets"]))
         return rules

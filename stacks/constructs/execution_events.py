@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+import json
+from typing import Any
+
+from aws_cdk import Duration, Fn
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_kms as kms
@@ -18,20 +21,36 @@ TARGET_RETRY_ATTEMPTS = 185  # EventBridge's maximum; with the 24 h event age th
 TARGET_MAX_EVENT_AGE = Duration.hours(24)
 
 
-def failure_event_pattern(state_machine_arn: str, handled_error: str) -> events.EventPattern:
-    """TIMED_OUT and ABORTED executions, and FAILED ones that HandleFailure did not already announce."""
-    return events.EventPattern(
-        source=["aws.states"],
-        detail_type=[STATUS_CHANGE],
-        detail={
+def failure_event_pattern(state_machine_arn: str, handled_error: str) -> dict[str, Any]:
+    """TIMED_OUT and ABORTED executions, and FAILED ones that HandleFailure did not already announce.
+
+    A FAILED event carries the execution's error name in `detail.error`; a Fail state without an Error leaves it
+    null. EventBridge's documentation does not say whether `anything-but` matches a null or a missing field, so
+    both are matched explicitly. The pattern is plain JSON: CDK's EventPattern drops a `None` and writes `[]`,
+    which EventBridge rejects ("Empty arrays are not allowed").
+    """
+    return {
+        "source": ["aws.states"],
+        "detail-type": [STATUS_CHANGE],
+        "detail": {
             "stateMachineArn": [state_machine_arn],
             "$or": [
                 {"status": ["TIMED_OUT", "ABORTED"]},
                 {"status": ["FAILED"], "error": [{"anything-but": [handled_error]}]},
                 {"status": ["FAILED"], "error": [None]},
+                {"status": ["FAILED"], "error": [{"exists": False}]},
             ],
         },
-    )
+    }
+
+
+def pattern_property(pattern: dict[str, Any], variables: dict[str, str]) -> str:
+    """The pattern as the JSON string CloudFormation accepts for EventPattern (a string keeps its nulls).
+
+    Deploy-time values (an ARN) stand in the pattern as `${Name}` and are filled in by Fn::Sub, so no CDK token
+    is ever serialized inside the JSON text.
+    """
+    return Fn.sub(json.dumps(pattern, separators=(",", ":")), variables)
 
 
 ALERT_TEMPLATE = """Order saga execution {status}, and HandleFailure did not announce it.
@@ -68,7 +87,17 @@ class ExecutionEvents(Construct):
             self,
             "Rule",
             description="Announces order saga executions that ended TIMED_OUT, ABORTED or FAILED unannounced",
-            event_pattern=failure_event_pattern(state_machine.state_machine_arn, handled_error),
+            # Replaced below by the JSON-string pattern; the L2 insists on having one at construction.
+            event_pattern=events.EventPattern(source=["aws.states"]),
+        )
+        cfn_rule = self.rule.node.default_child
+        assert isinstance(cfn_rule, events.CfnRule)
+        cfn_rule.add_property_override(
+            "EventPattern",
+            pattern_property(
+                failure_event_pattern("${StateMachineArn}", handled_error),
+                {"StateMachineArn": state_machine.state_machine_arn},
+            ),
         )
         field = events.EventField.from_path
         message = ALERT_TEMPLATE.format(

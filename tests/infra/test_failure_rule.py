@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from moto.events.models import EventPattern
 
-from tests.support.template import one, ref_or_att
+from tests.support.template import event_pattern, one, ref_or_att
 
 EVENTS = Path(__file__).resolve().parents[1] / "events" / "status_change"
 OUR_MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:OrderSaga"
@@ -22,13 +22,13 @@ def rule(template: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def pattern(template: dict[str, Any], rule: dict[str, Any]) -> EventPattern:
-    """The rule's own pattern, with the state machine reference resolved to the sample events' ARN."""
+def pattern(template: dict[str, Any]) -> EventPattern:
+    """The rule's own pattern, with the state machine's ARN filled in as the sample events carry it."""
     machine_id, _ = one(template, "AWS::StepFunctions::StateMachine", "OrderSaga")
-    raw = rule["EventPattern"]
-    assert raw["detail"]["stateMachineArn"] == [{"Ref": machine_id}]
-    resolved = json.loads(json.dumps(raw).replace(json.dumps({"Ref": machine_id}), json.dumps(OUR_MACHINE)))
-    return EventPattern.load(json.dumps(resolved))
+    _, resource = one(template, "AWS::Events::Rule", "ExecutionEventsRule")
+    variables = resource["Properties"]["EventPattern"]["Fn::Sub"][1]
+    assert variables == {"StateMachineArn": {"Ref": machine_id}}
+    return EventPattern.load(json.dumps(event_pattern(resource, {"StateMachineArn": OUR_MACHINE})))
 
 
 @pytest.mark.parametrize(
@@ -36,6 +36,8 @@ def pattern(template: dict[str, Any], rule: dict[str, Any]) -> EventPattern:
     [
         ("failed_unhandled", True),
         ("failed_in_handle_failure", True),
+        ("failed_error_null", True),  # a Fail state without Error: `"error": null`
+        ("failed_error_missing", True),  # the other reading of the documentation: no error field at all
         ("timed_out", True),
         ("aborted", True),
         ("failed_handled", False),  # HandleFailure already announced it: exactly once

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -39,3 +40,21 @@ def ref_or_att(value: Any) -> str | None:
         if "Fn::GetAtt" in value:
             return str(value["Fn::GetAtt"][0])
     return None
+
+
+def event_pattern(rule: dict[str, Any], values: dict[str, str] | None = None) -> dict[str, Any]:
+    """A rule's EventPattern as a dict, whether the template holds an object or a JSON string under Fn::Sub.
+
+    `values` maps each Fn::Sub variable (or Ref'd logical id) to what it should read as, e.g. a sample ARN.
+    """
+    raw = rule["Properties"]["EventPattern"]
+    if isinstance(raw, dict) and "Fn::Sub" in raw:
+        text, variables = raw["Fn::Sub"] if isinstance(raw["Fn::Sub"], list) else (raw["Fn::Sub"], {})
+        for name in variables:
+            text = text.replace(f"${{{name}}}", (values or {}).get(name, f"<{name}>"))
+        parsed: dict[str, Any] = json.loads(text)
+        return parsed
+    if isinstance(raw, str):
+        loaded: dict[str, Any] = json.loads(raw)
+        return loaded
+    return dict(raw)
