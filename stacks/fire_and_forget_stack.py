@@ -14,6 +14,7 @@ from stacks.constructs.messaging_key import MessagingKey
 from stacks.constructs.monitoring import Monitoring
 from stacks.constructs.monitoring_metrics import MonitoredResources
 from stacks.constructs.notifications import SlackNotifications
+from stacks.constructs.operator_policy import OperatedResources, OperatorPolicy
 from stacks.constructs.order_pipe import OrderPipe
 from stacks.constructs.order_saga import HANDLED_FAILURE_ERROR, OrderSaga
 from stacks.constructs.saga_tasks import SagaTasks
@@ -55,8 +56,9 @@ class FireAndForgetStack(Stack):
             key=key,
             state_machine=saga.state_machine,
             handled_error=HANDLED_FAILURE_ERROR,
-            alerts_topic=failure.alerts_topic,
+            alerts_topic=failure.alerts_topic_for_rules,
         )
+        failure.allow_rule_to_publish(execution_events.rule)
         SlackNotifications(self, "Notifications", config=config, topic=failure.alerts_topic)
         monitoring = Monitoring(
             self,
@@ -76,6 +78,21 @@ class FireAndForgetStack(Stack):
                 undelivered_alerts=failure.undelivered_alerts,
             ),
         )
+        operator = OperatorPolicy(
+            self,
+            "OperatorPolicy",
+            resources=OperatedResources(
+                stack_name=self.stack_name,
+                source_queue=source.queue,
+                source_dlq=source.dead_letter_queue,
+                failure_dlq=failure.failure_dlq,
+                watched_queues=(source.queue, source.dead_letter_queue, failure.failure_dlq,
+                                execution_events.failure_events_queue, execution_events.target_dlq),
+                state_machine=saga.state_machine,
+                pipe_arn=pipe.pipe.attr_arn,
+                key=key,
+            ),
+        )
 
         outputs = {
             "SourceQueueUrl": source.queue.queue_url,
@@ -89,6 +106,7 @@ class FireAndForgetStack(Stack):
             "PipeArn": pipe.pipe.attr_arn,
             "FailureRuleName": execution_events.rule.rule_name,
             "DashboardName": monitoring.dashboard.dashboard_name,
+            "OperatorPolicyArn": operator.policy.managed_policy_arn,
         } | {f"{name}TableName": table.table_name for name, table in tasks.tables.items()}
         for output_id, value in outputs.items():
             CfnOutput(self, output_id, value=value)

@@ -10,10 +10,10 @@ from constructs import Construct
 from stacks.config import AppConfig
 from stacks.constructs.defaults import removal_policy
 
-# CloudWatch alarm actions publish to the encrypted alerts topic on their own behalf. With the AWS-managed SNS
-# key their deliveries are silently dropped, because that key's policy cannot be changed. (The EventBridge rule's
-# targets add their own statements for events.amazonaws.com when they are bound to this key's topic and queues.)
-DELIVERING_SERVICES = ("cloudwatch.amazonaws.com",)
+# CloudWatch alarm actions and EventBridge rule targets publish to the encrypted alerts topic (and EventBridge sends
+# to the encrypted queues) on their own behalf. With the AWS-managed SNS key their deliveries are silently dropped,
+# because that key's policy cannot be changed. Each may use the key only for this account's resources.
+DELIVERING_SERVICES = ("cloudwatch.amazonaws.com", "events.amazonaws.com")
 
 
 class MessagingKey(Construct):
