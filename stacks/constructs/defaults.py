@@ -15,8 +15,14 @@ from stacks.config import AppConfig
 
 
 def removal_policy(config: AppConfig) -> RemovalPolicy:
-    """RETAIN keeps data and failed messages when a stack is deleted by mistake; DESTROY suits throwaway stacks."""
-    return RemovalPolicy.DESTROY if config.removal_policy == "destroy" else RemovalPolicy.RETAIN
+    """`retain` keeps data and failed messages when a stack is updated or deleted by mistake; `destroy` suits
+    throwaway stacks.
+
+    `retain` is RETAIN_ON_UPDATE_OR_DELETE (CloudFormation's RetainExceptOnCreate): a stack whose *creation* rolls
+    back holds no data yet, and plain Retain would orphan its key, tables, queues and log groups on every failed
+    first deploy.
+    """
+    return RemovalPolicy.DESTROY if config.removal_policy == "destroy" else RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
 
 
 def encrypted_queue(

@@ -63,7 +63,7 @@ def test_tables_are_on_demand_with_point_in_time_recovery(template: dict[str, An
         props = table["Properties"]
         assert props["BillingMode"] == "PAY_PER_REQUEST"
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
-        assert table["DeletionPolicy"] == "Retain"
+        assert table["DeletionPolicy"] == "RetainExceptOnCreate"
 
 
 def test_state_machine_invokes_exactly_the_five_functions(template: dict[str, Any]) -> None:

@@ -16,6 +16,10 @@ BUSINESS_ERRORS = {"InvalidOrder", "OutOfStock", "PaymentDeclined", "ShippingUna
 LAMBDA_TRANSIENT = {
     "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException", "TransientError",
+    # A function timeout under both its names: Step Functions' error-handling page says Lambda.Unknown
+    # (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html), the Lambda runtime
+    # reports Sandbox.Timedout (https://docs.aws.amazon.com/lambda/latest/dg/invocation-retries.html).
+    "Lambda.Unknown", "Sandbox.Timedout",
 }
 STEPS = ("ReserveInventory", "ChargePayment", "ArrangeShipping")
 COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
