@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
@@ -53,13 +53,32 @@ def dead_letter_queue(scope: Construct, construct_id: str, *, key: kms.IKey, con
     return queue
 
 
-def log_group(scope: Construct, construct_id: str, *, config: AppConfig) -> logs.LogGroup:
+def log_group(scope: Construct, construct_id: str, *, config: AppConfig, name: str | None = None) -> logs.LogGroup:
     """A log group with the configured retention, so logs never pile up unbounded."""
     return logs.LogGroup(
         scope,
         construct_id,
+        log_group_name=name,
         retention=log_retention(config),
         removal_policy=removal_policy(config),
+    )
+
+
+VENDED_STATES_LOGS = "/aws/vendedlogs/states/"
+
+
+def state_machine_log_group(scope: Construct, construct_id: str, *, config: AppConfig) -> logs.LogGroup:
+    """A state machine's log group, named under /aws/vendedlogs/states/ as Step Functions asks.
+
+    Step Functions delivers logs as a vended log source: CloudWatch Logs then grants it through one resource policy
+    per account, whose 5,120-character limit fills up with other log group names; the prefix is covered by one
+    statement (https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html). The name is derived from the
+    stack name and the construct path, so two stacks in one account and region never collide.
+    """
+    stack = Stack.of(scope)
+    path_in_stack = scope.node.path.removeprefix(stack.node.path).strip("/").replace("/", "-")
+    return log_group(
+        scope, construct_id, config=config, name=f"{VENDED_STATES_LOGS}{stack.stack_name}-{path_in_stack}"
     )
 
 

@@ -18,7 +18,7 @@ from constructs import Construct
 
 from stacks.compliance import acknowledge
 from stacks.config import AppConfig
-from stacks.constructs.defaults import log_group
+from stacks.constructs.defaults import state_machine_log_group
 
 ASL_FILE = Path(__file__).resolve().parents[2] / "statemachines" / "order_saga.asl.json"
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
@@ -79,7 +79,7 @@ class OrderSaga(Construct):
             "EnvironmentName": config.environment_name,
             "Region": Stack.of(self).region,
         }
-        self.log_group = log_group(self, "Logs", config=config)
+        self.log_group = state_machine_log_group(self, "Logs", config=config)
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
