@@ -104,14 +104,36 @@ def status_change_event(execution: dict[str, Any], account: str, region: str) ->
             "status": execution["status"],
             "startDate": millis(execution.get("startDate")),
             "stopDate": millis(execution.get("stopDate")),
-            "input": execution.get("input"),
-            "output": execution.get("output"),
-            "inputDetails": {"included": True},
-            "outputDetails": {"included": True} if execution.get("output") is not None else None,
+            **_payloads(execution.get("input"), execution.get("output")),
             "error": execution.get("error"),
             "cause": execution.get("cause"),
         },
     }
+
+
+# https://docs.aws.amazon.com/step-functions/latest/dg/eventbridge-integration.html ("EventBridge payloads"): if the
+# combined escaped input and escaped output exceed 248 KB, the input is excluded; if the escaped output alone
+# exceeds 248 KB, the output is excluded; `inputDetails` / `outputDetails` say whether each was included. This
+# keeps the event under EventBridge's 256 KB event size. Read as KiB (248 x 1024 bytes of UTF-8), and "escaped"
+# as the value's JSON string form inside the event.
+PAYLOAD_LIMIT_BYTES = 248 * 1024
+
+
+def _payloads(execution_input: str | None, output: str | None) -> dict[str, Any]:
+    """detail.input / output and their details, each dropped (null, included false) when too large."""
+    input_size, output_size = _escaped_size(execution_input), _escaped_size(output)
+    keep_output = output_size <= PAYLOAD_LIMIT_BYTES
+    keep_input = input_size + output_size <= PAYLOAD_LIMIT_BYTES  # as documented: the sum of both as they were
+    return {
+        "input": execution_input if keep_input else None,
+        "output": output if keep_output else None,
+        "inputDetails": {"included": keep_input},
+        "outputDetails": {"included": keep_output} if output is not None else None,
+    }
+
+
+def _escaped_size(value: str | None) -> int:
+    return 0 if value is None else len(json.dumps(value, ensure_ascii=False).encode("utf-8")) - 2
 
 
 def transform(event: dict[str, Any], transformer: dict[str, Any] | None) -> str:

@@ -21,19 +21,27 @@ class FaultKind(StrEnum):
     TIMEOUT = "timeout"
     # Lambda: the function crashes with an error no retrier lists, so Catch takes over at once.
     CRASH = "crash"
-    # Lambda: the invocation is held until the rehearsal releases it, then runs (to abort or time out an execution).
+    # Lambda, SQS SendMessage, SNS Publish: the call is held until the rehearsal releases it, then runs (to abort or
+    # time out an execution while it waits, in a Lambda task or in HandleFailure's SendMessage / NotifyFailure).
     HANG = "hang"
-    # SQS SendMessage / SNS Publish: the service answers 5xx.
+    # SQS SendMessage / DeleteMessage, SNS Publish: the service answers 5xx and does nothing.
     UNAVAILABLE = "unavailable"
+    # SQS SendMessage / DeleteMessage, SNS Publish, Pipes' StartExecution: the call took effect, but its response was
+    # lost (a 5xx after the work, a dropped connection). The caller cannot tell it from UNAVAILABLE and retries, so a
+    # retried send or publish duplicates, and a pipe that sees its StartExecution fail leaves the message queued.
+    RESPONSE_LOST = "response_lost"
     # Pipes: StartExecution is refused (the customer's error, e.g. AccessDenied), so the message stays queued.
     START_REFUSED = "start_refused"
 
 
 @dataclass
 class Fault:
-    """A fault on one target (a task name, "FailureDlq", "AlertsTopic" or "StartExecution").
+    """A fault on one target: a task name, "FailureDlq" (SendMessage to it), "AlertsTopic" (Publish to it, from
+    NotifyFailure or the rule), "StartExecution" (the pipe's), or "FailureDlqDelete" / "SourceDlqDelete"
+    (DeleteMessage on that queue, what the operator tools do).
 
-    `times` None means every time. `order_id` restricts the fault to one order's invocations.
+    `times` None means every time. `order_id` restricts the fault to one order's calls: found in the task payload,
+    the pipe records, the message body, or, for a publish, in the input of the execution the alert names.
     """
 
     target: str
@@ -55,6 +63,15 @@ class FaultPlan:
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
         self.released = threading.Event()
+        self.holding = threading.Event()  # set once a service call (not a Lambda task) is held by a HANG fault
+        self.held: list[str] = []  # the targets of the service calls held so far
+
+    def hold(self, target: str) -> None:
+        """Hold a service call until `released` is set (a HANG fault outside Lambda, see offline/services.py)."""
+        with self._lock:
+            self.held.append(target)
+        self.holding.set()
+        self.released.wait()
 
     def add(self, fault: Fault) -> Fault:
         with self._lock:
@@ -80,7 +97,8 @@ class FaultPlan:
 
 
 def _order_ids(payload: Any) -> set[str]:
-    """Every orderId in a task payload, a pipe record or a message body (searched, not parsed by schema)."""
+    """Every orderId in a task payload, a pipe record, a message body or an execution input (searched, not parsed
+    by schema; JSON held in strings is searched too)."""
     found: set[str] = set()
 
     def walk(value: Any) -> None:
@@ -92,7 +110,7 @@ def _order_ids(payload: Any) -> set[str]:
         elif isinstance(value, list):
             for item in value:
                 walk(item)
-        elif isinstance(value, str) and value.startswith("{"):
+        elif isinstance(value, str) and value.startswith(("{", "[")):
             try:
                 walk(json.loads(value))
             except ValueError:

@@ -1,45 +1,108 @@
-"""Faults in the AWS services the workflow itself calls: the failure DLQ (SQS) and the alerts topic (SNS)."""
+"""Faults in the AWS services the workflow and the operator tools call: the failure DLQ and the source DLQ (SQS), and
+the alerts topic (SNS); plus SQS's documented message limits (offline/sqs_rules.py) on every SendMessage.
+
+A fault strikes before the call (UNAVAILABLE: nothing happens, a 5xx), after it (RESPONSE_LOST: the call took
+effect, then a 5xx, so the caller's retry repeats it), or holds it (HANG: the call waits until the rehearsal
+releases it, then runs). An SNS fault can be scoped to one order: an alert names its execution, and the execution's
+input holds the order.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from moto.core.exceptions import JsonRESTError
 from moto.sns.models import SNSBackend
 from moto.sqs.models import SQSBackend
+from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
 from offline.faults import FaultKind, FaultPlan
+from offline.sqs_rules import install_sqs_rules
+
+_EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s\"]+:\d+:execution:[^:\s\"]+:[A-Za-z0-9_-]+")
+# DeleteMessage fault targets, by the output that names the queue.
+DELETE_TARGETS = {"FailureDlqUrl": "FailureDlqDelete", "SourceDlqUrl": "SourceDlqDelete"}
 
 
 class _Unavailable(JsonRESTError):
-    def __init__(self, service: str) -> None:
-        super().__init__("ServiceUnavailable", f"{service} is unavailable (injected)")
+    def __init__(self, service: str, after: bool = False) -> None:
+        what = "its response was lost after it took effect" if after else "unavailable"
+        super().__init__("ServiceUnavailable", f"{service} is {what} (injected)")
         self.code = 503
 
 
-def install_service_faults(faults: FaultPlan, outputs: dict[str, str]) -> Callable[[], None]:
-    """Patch SendMessage to the failure DLQ and Publish to the alerts topic; returns the undo function."""
-    send_message = SQSBackend.send_message
-    publish = SNSBackend.publish
+def install_service_faults(faults: FaultPlan, outputs: dict[str, str], account: str = "123456789012",
+                           region: str = "us-east-1") -> Callable[[], None]:
+    """Patch SendMessage, DeleteMessage and Publish; returns the undo function."""
+    undo_rules = install_sqs_rules()
+    send_message, delete_message, publish = SQSBackend.send_message, SQSBackend.delete_message, SNSBackend.publish
     failure_dlq_name = outputs["FailureDlqUrl"].rsplit("/", 1)[1]
+    delete_targets = {outputs[key].rsplit("/", 1)[1]: target for key, target in DELETE_TARGETS.items()
+                      if key in outputs}
     topic_arn = outputs["AlertsTopicArn"]
+    strike = _Striker(faults)
 
     def faulty_send_message(self: SQSBackend, queue_name: str, message_body: str, *args: Any, **kwargs: Any) -> Any:
-        if queue_name == failure_dlq_name and faults.take("FailureDlq", message_body) is FaultKind.UNAVAILABLE:
-            raise _Unavailable("SQS")
-        return send_message(self, queue_name, message_body, *args, **kwargs)
+        def call() -> Any:
+            return send_message(self, queue_name, message_body, *args, **kwargs)
+
+        return strike("FailureDlq", message_body, "SQS", call) if queue_name == failure_dlq_name else call()
+
+    def faulty_delete_message(self: SQSBackend, queue_name: str, receipt_handle: str) -> None:
+        def call() -> None:
+            delete_message(self, queue_name, receipt_handle)
+
+        target = delete_targets.get(queue_name)
+        if target is None:
+            return call()
+        body = next((m.body for m in self.get_queue(queue_name)._messages if m.had_receipt_handle(receipt_handle)), "")
+        return strike(target, body, "SQS", call)  # type: ignore[no-any-return]
 
     def faulty_publish(self: SNSBackend, message: str, arn: str | None = None, *args: Any, **kwargs: Any) -> Any:
-        if arn == topic_arn and faults.take("AlertsTopic", message) is FaultKind.UNAVAILABLE:
-            raise _Unavailable("SNS")
-        return publish(self, message, arn, *args, **kwargs)
+        def call() -> Any:
+            return publish(self, message, arn, *args, **kwargs)
+
+        if arn != topic_arn:
+            return call()
+        return strike("AlertsTopic", [message, *_execution_inputs(message, account, region)], "SNS", call)
 
     SQSBackend.send_message = faulty_send_message  # type: ignore[method-assign]
+    SQSBackend.delete_message = faulty_delete_message  # type: ignore[method-assign]
     SNSBackend.publish = faulty_publish  # type: ignore[method-assign]
 
     def undo() -> None:
         SQSBackend.send_message = send_message  # type: ignore[method-assign]
+        SQSBackend.delete_message = delete_message  # type: ignore[method-assign]
         SNSBackend.publish = publish  # type: ignore[method-assign]
+        undo_rules()
 
     return undo
+
+
+class _Striker:
+    """Runs one service call under the fault the plan holds for its target, if any."""
+
+    def __init__(self, faults: FaultPlan) -> None:
+        self._faults = faults
+
+    def __call__(self, target: str, payload: Any, service: str, call: Callable[[], Any]) -> Any:
+        kind = self._faults.take(target, payload)
+        if kind is FaultKind.UNAVAILABLE:
+            raise _Unavailable(service)
+        if kind is FaultKind.HANG:
+            self._faults.hold(target)
+        result = call()
+        if kind is FaultKind.RESPONSE_LOST:
+            raise _Unavailable(service, after=True)
+        return result
+
+
+def _execution_inputs(message: str, account: str, region: str) -> list[Any]:
+    """The inputs of the executions an alert names: where an SNS fault finds the order it is scoped to."""
+    arns = set(_EXECUTION_ARN.findall(message))
+    if not arns:
+        return []
+    backend = stepfunctions_parser_backends[account][region]
+    return [execution.input_data for execution in backend._get_executions() if execution.execution_arn in arns]

@@ -37,8 +37,9 @@ class FailureRecord:
     record: dict[str, Any]  # the whole SQS record the execution started with
 
     def send_attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
-        """The original message attributes in SendMessage's shape (the record holds them in the event shape)."""
-        return {name: _send_attribute(value) for name, value in self.message_attributes.items()
+        """The original message attributes in SendMessage's shape (the record holds them in the event shape);
+        raises UnsendableAttribute for one SendMessage would refuse."""
+        return {name: _send_attribute(name, value) for name, value in self.message_attributes.items()
                 if isinstance(value, dict)}
 
 
@@ -112,15 +113,26 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _send_attribute(value: dict[str, Any]) -> MessageAttributeValueTypeDef:
+class UnsendableAttribute(ValueError):
+    """A recorded message attribute SendMessage would refuse: it has no value of its data type."""
+
+
+def _send_attribute(name: str, value: dict[str, Any]) -> MessageAttributeValueTypeDef:
     """Pipes and Lambda deliver {stringValue, binaryValue (base64), dataType}; SendMessage wants
-    {StringValue, BinaryValue (bytes), DataType}."""
+    {StringValue, BinaryValue (bytes), DataType}, never empty: "The Name, Type, Value, and the message body must
+    not be empty or null" (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-metadata.html).
+    An attribute without its value raises UnsendableAttribute rather than being sent empty."""
     data_type = str(value.get("dataType") or value.get("DataType") or "String")
-    binary = value.get("binaryValue") or value.get("BinaryValue")
-    if binary is not None and data_type.startswith("Binary"):
-        raw = base64.b64decode(binary) if isinstance(binary, str) else bytes(binary)
+    if data_type.startswith("Binary"):
+        binary = value.get("binaryValue") or value.get("BinaryValue")
+        raw = (base64.b64decode(binary) if isinstance(binary, str) else bytes(binary)) if binary else b""
+        if not raw:
+            raise UnsendableAttribute(f"message attribute {name!r} ({data_type}) has no binaryValue")
         return {"DataType": data_type, "BinaryValue": raw}
-    return {"DataType": data_type, "StringValue": str(value.get("stringValue") or value.get("StringValue") or "")}
+    text = value.get("stringValue") if value.get("stringValue") is not None else value.get("StringValue")
+    if not isinstance(text, str) or not text:
+        raise UnsendableAttribute(f"message attribute {name!r} ({data_type}) has no stringValue")
+    return {"DataType": data_type, "StringValue": text}
 
 
 def parse_time(value: Any) -> datetime | None:

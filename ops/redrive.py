@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import ACCESS_CODES, THROTTLING_CODES, error_code
-from ops.records import FailureRecord, Selection, UnrecognizedMessage, parse
+from ops.records import FailureRecord, Selection, UnrecognizedMessage, UnsendableAttribute, parse
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -120,6 +120,10 @@ def _handle(sqs: SQSClient, held: HeldMessages, parsed: FailureRecord | Unrecogn
 def _send_then_delete(sqs: SQSClient, held: HeldMessages, record: FailureRecord, source_url: str) -> Outcome:
     try:
         attributes = record.send_attributes()
+    except UnsendableAttribute as error:
+        # Sending it without the attribute would change the message; SQS refuses it with an empty one.
+        return _outcome(record, Action.SEND_FAILED, reason=f"UnsendableAttribute: {error}")
+    try:
         if attributes:
             sent = sqs.send_message(QueueUrl=source_url, MessageBody=record.body, MessageAttributes=attributes)
         else:
