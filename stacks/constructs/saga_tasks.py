@@ -131,8 +131,10 @@ class SagaTasks(Construct):
             "Step Functions invokes the tasks synchronously; a Lambda DLQ only catches asynchronous invocations. "
             "Failures are caught by the workflow and end in the failure DLQ.",
         )
+        # With the recommended flag createNewPoliciesWithAddToRolePolicy=false the tracing statement joins the
+        # role's default policy, so the finding is on the role.
         acknowledge(
-            function, "AwsSolutions-IAM5[Resource::*]",
+            role, "AwsSolutions-IAM5[Resource::*]",
             "Only xray:PutTraceSegments and xray:PutTelemetryRecords, which support no resource-level scoping.",
         )
         for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
