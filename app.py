@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import aws_cdk as cdk
 
 from stacks.compliance import add_compliance_checks
-from stacks.config import AppConfig
+from stacks.config import DEFAULT_STACK_NAME, AppConfig, ConfigError
 from stacks.fire_and_forget_stack import FireAndForgetStack
 
-STACK_NAME = "FireAndForget"
+STACK_NAME = DEFAULT_STACK_NAME  # the stack name unless ff:stackName says otherwise
 
 
 def build_app(context: dict[str, object] | None = None, outdir: str | None = None) -> cdk.App:
@@ -17,7 +19,7 @@ def build_app(context: dict[str, object] | None = None, outdir: str | None = Non
     config = AppConfig.from_context(app.node.get_all_context())
     FireAndForgetStack(
         app,
-        STACK_NAME,
+        config.stack_name,  # ff:stackName: dev and prod can share an account and region
         config=config,
         description="Fire-and-Forget reference: SQS -> EventBridge Pipe -> Step Functions order saga, losing nothing",
     )
@@ -25,5 +27,16 @@ def build_app(context: dict[str, object] | None = None, outdir: str | None = Non
     return app
 
 
+def main() -> int:
+    """Synthesize; a bad config prints one plain line per problem instead of a traceback."""
+    try:
+        app = build_app()
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    app.synth()
+    return 0
+
+
 if __name__ == "__main__":
-    build_app().synth()
+    sys.exit(main())

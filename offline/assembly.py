@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import zipfile
@@ -9,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-STACK_NAME = "FireAndForget"
+from stacks.config import DEFAULT_STACK_NAME
+
+STACK_NAME = DEFAULT_STACK_NAME  # the rehearsal deploys the default stack
 
 
 @dataclass(frozen=True)
@@ -21,12 +24,7 @@ class FileAsset:
     object_key: str
 
     def zipped(self) -> bytes:
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in sorted(self.source.rglob("*")):
-                if path.is_file():
-                    archive.write(path, path.relative_to(self.source).as_posix())
-        return buffer.getvalue()
+        return _zip(self.source)
 
     def bucket(self, account: str, region: str) -> str:
         return self.bucket_template.replace("${AWS::AccountId}", account).replace("${AWS::Region}", region)
@@ -56,3 +54,15 @@ class CloudAssembly:
 
     def resources_of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
         return {lid: res for lid, res in self.template["Resources"].items() if res["Type"] == resource_type}
+
+
+# A bundled asset directory never changes once synthesized (its name is its hash), so it is zipped once per
+# process: the dependencies layer (about 47 MB unpacked) costs about a second to zip, every rehearsal reuses it.
+@functools.cache
+def _zip(source: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(source.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(source).as_posix())
+    return buffer.getvalue()

@@ -22,7 +22,8 @@ from ops.options import selection
 from ops.records import Selection
 from ops.redrive import RedriveRequest, redrive_failures
 from ops.source_dlq import queue_arn, redrive_source_dlq
-from ops.stack import DEFAULT_STACK_NAME, DeployedStack, find_stack
+from ops.stack import DeployedStack, find_stack
+from stacks.config import DEFAULT_STACK_NAME
 from ops.status import collect_status
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,

@@ -12,7 +12,6 @@ from ops.errors import OutputsMissing, StackNotFound, error_code, translate
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
 
-DEFAULT_STACK_NAME = "FireAndForget"
 
 # The queues status reports, by output key, with the name an operator knows them by.
 QUEUES = {

@@ -20,8 +20,26 @@ LOG_RETENTION_DAYS = (
 MAX_RETENTION_DAYS = 14
 
 
+DEFAULT_STACK_NAME = "FireAndForget"
+
+# What a pattern-checked value must look like, in words (pydantic's own message quotes the regular expression).
+PATTERN_HELP = {
+    "stackName": "a CloudFormation stack name: a letter, then letters, digits or '-', at most 128 characters",
+    "environmentName": "lowercase letters, digits and '-', starting with a letter, at most 16 characters",
+    "alarmEmail": "an e-mail address such as ops@example.com",
+    "slackWorkspaceId": "the Slack workspace (team) id, upper-case letters and digits such as T0123ABCD",
+    "slackChannelId": "the Slack channel id, letters and digits such as C0123ABCD",
+    "webhookUrl": "an https:// URL",
+}
+
+
 class ConfigError(ValueError):
-    """The CDK context holds a value the app cannot deploy; the message names the key and the fix."""
+    """The CDK context holds a value the app cannot deploy: one plain line per problem, naming the key and the fix."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("Invalid CDK context (cdk.json, or -c ff:<key>=<value>):\n" + "\n".join(
+            f"  {problem}" for problem in problems))
 
 
 class _Model(BaseModel):
@@ -53,6 +71,8 @@ class AlarmConfig(_Model):
 class AppConfig(_Model):
     """Everything a deployment may choose; the defaults deploy as they are."""
 
+    # Two deployments (dev and prod) can share an account and region under different stack names.
+    stack_name: str = Field(default=DEFAULT_STACK_NAME, pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
     environment_name: str = Field(default="dev", pattern=r"^[a-z][a-z0-9-]{0,15}$")
     alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
     # Amazon Q Developer in chat applications (AWS Chatbot): the Slack team id (T...) and channel id (C...).
@@ -97,7 +117,7 @@ class AppConfig(_Model):
     def _iso_countries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         bad = [code for code in value if len(code) != 2 or not code.isalpha() or not code.isupper()]
         if bad or not value:
-            raise ValueError(f"needs ISO 3166-1 alpha-2 codes such as JP or US, got {list(value)}")
+            raise ValueError("needs ISO 3166-1 alpha-2 codes such as JP or US")
         return value
 
     @model_validator(mode="after")
@@ -113,14 +133,59 @@ class AppConfig(_Model):
 
     @classmethod
     def from_context(cls, context: dict[str, Any]) -> AppConfig:
-        """Build the config from every `ff:` context key; unknown keys and bad values fail synth."""
+        """Build the config from every `ff:` context key; unknown keys, bad values and keys that lack the `ff:`
+        prefix (`-c alarmEmail=...` would otherwise be ignored in silence) fail synth."""
         values = {key.removeprefix(CONTEXT_PREFIX): value for key, value in context.items()
                   if key.startswith(CONTEXT_PREFIX)}
+        problems = _unprefixed_keys(context)
         try:
-            return cls.model_validate(values)
+            config = cls.model_validate(values)
         except ValidationError as error:
-            problems = "; ".join(
-                f"{CONTEXT_PREFIX}{'.'.join(str(part) for part in issue['loc'])}: {issue['msg']}"
-                for issue in error.errors()
-            )
-            raise ConfigError(f"Invalid CDK context: {problems}") from None
+            problems += [_describe(issue) for issue in error.errors()]
+        if problems:
+            raise ConfigError(problems)
+        return config
+
+
+def _field_names() -> dict[str, str]:
+    """Every config key a user can write (camelCase, nested ones dotted), lower-cased -> as spelled."""
+    names = {}
+    for name, info in AppConfig.model_fields.items():
+        names[to_camel(name).lower()] = to_camel(name)
+        nested = info.annotation
+        if isinstance(nested, type) and issubclass(nested, BaseModel):
+            for inner in nested.model_fields:
+                names[to_camel(inner).lower()] = f"{to_camel(name)}.{to_camel(inner)}"
+    return names
+
+
+def _unprefixed_keys(context: dict[str, Any]) -> list[str]:
+    known = _field_names()
+    problems = []
+    for key in context:
+        if key.startswith((CONTEXT_PREFIX, "@")):
+            continue
+        bare = key.lower()
+        for separator in ("ff-", "ff.", "ff_", "ff"):
+            bare = bare.removeprefix(separator) if bare.startswith(separator) and bare != separator else bare
+        if bare in known:
+            problems.append(f"{key}: not read, config keys take the prefix {CONTEXT_PREFIX!r}: "
+                            f"write {CONTEXT_PREFIX}{known[bare].split('.')[0]}")
+    return problems
+
+
+def _describe(issue: Any) -> str:
+    """One plain line: the key, what is wrong in words, and the value that was given."""
+    location = [str(part) for part in issue["loc"]]
+    key = CONTEXT_PREFIX + ".".join(location)
+    field_name = str(issue["loc"][0]) if issue["loc"] else ""
+    if issue["type"] == "string_pattern_mismatch" and field_name in PATTERN_HELP:
+        message = f"must be {PATTERN_HELP[field_name]}"
+    elif issue["type"] == "extra_forbidden":
+        suggestions = ", ".join(f"{CONTEXT_PREFIX}{to_camel(name)}" for name in AppConfig.model_fields)
+        message = f"unknown key; the keys are {suggestions}"
+    else:
+        message = str(issue["msg"]).removeprefix("Value error, ")
+    given = issue.get("input")
+    shown = "" if issue["type"] in {"extra_forbidden", "missing"} or isinstance(given, dict) else f" (got {given!r})"
+    return f"{key}: {message}{shown}"

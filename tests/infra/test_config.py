@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from stacks.config import AppConfig, ConfigError
-from tests.support.cdk import cdk_context
+from tests.support.cdk import REPO, cdk_context, synthesize
 
 
 def test_cdk_json_context_is_a_valid_config() -> None:
@@ -16,15 +22,25 @@ def test_cdk_json_context_is_a_valid_config() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("ff:logRetentionDays", 31, "ff:logRetentionDays: Value error, must be one of"),
+        ("ff:logRetentionDays", 31, "ff:logRetentionDays: must be one of"),
         ("ff:maxReceiveCount", 2, "ff:maxReceiveCount: Input should be greater than or equal to 5"),
         ("ff:dlqRetentionDays", 15, "ff:dlqRetentionDays: Input should be less than or equal to 14"),
         ("ff:idempotencyExpiryDays", 7, "ff:idempotencyExpiryDays: Input should be greater than or equal to 14"),
-        ("ff:alarmEmail", "not-an-email", "ff:alarmEmail: String should match pattern"),
+        (
+            "ff:alarmEmail",
+            "not-an-email",
+            "ff:alarmEmail: must be an e-mail address such as ops@example.com (got 'not-an-email')",
+        ),
         ("ff:removalPolicy", "keep", "ff:removalPolicy: Input should be 'retain' or 'destroy'"),
-        ("ff:servedCountries", "JP,usa", "ff:servedCountries: Value error, needs ISO 3166-1 alpha-2"),
+        (
+            "ff:servedCountries",
+            "JP,usa",
+            "ff:servedCountries: needs ISO 3166-1 alpha-2 codes such as JP or US (got 'JP,usa')",
+        ),
         ("ff:retry", '{"maxAttempts": 99}', "ff:retry.maxAttempts: Input should be less than or equal to 10"),
-        ("ff:retyr", {}, "ff:retyr: Extra inputs are not permitted"),
+        ("ff:retyr", {}, "ff:retyr: unknown key; the keys are ff:stackName, ff:environmentName"),
+        ("ff:environmentName", "Prod_1", "ff:environmentName: must be lowercase letters, digits and '-'"),
+        ("ff:stackName", "9lives", "ff:stackName: must be a CloudFormation stack name"),
     ],
 )
 def test_bad_values_fail_with_the_key_named(key: str, value: object, message: str) -> None:
@@ -34,8 +50,14 @@ def test_bad_values_fail_with_the_key_named(key: str, value: object, message: st
 
 
 def test_command_line_strings_are_accepted() -> None:
-    config = AppConfig.from_context({"ff:maxReceiveCount": "7", "ff:includeExecutionData": "true",
-                                     "ff:servedCountries": "JP, US", "ff:alarmEmail": "ops@example.com"})
+    config = AppConfig.from_context(
+        {
+            "ff:maxReceiveCount": "7",
+            "ff:includeExecutionData": "true",
+            "ff:servedCountries": "JP, US",
+            "ff:alarmEmail": "ops@example.com",
+        }
+    )
     assert (config.max_receive_count, config.include_execution_data) == (7, True)
     assert config.served_countries == ("JP", "US")
 
@@ -43,3 +65,48 @@ def test_command_line_strings_are_accepted() -> None:
 def test_slack_needs_both_ids() -> None:
     with pytest.raises(ConfigError, match="slackWorkspaceId and slackChannelId go together"):
         AppConfig.from_context({"ff:slackWorkspaceId": "T0123"})
+
+
+def test_each_problem_is_one_plain_line_with_the_value_given() -> None:
+    with pytest.raises(ConfigError) as raised:
+        AppConfig.from_context({"ff:removalPolicy": "keep", "ff:maxReceiveCount": 2})
+    assert raised.value.problems == [
+        "ff:maxReceiveCount: Input should be greater than or equal to 5 (got 2)",
+        "ff:removalPolicy: Input should be 'retain' or 'destroy' (got 'keep')",
+    ]
+    assert "String should match pattern" not in str(raised.value) and "^" not in str(raised.value)
+
+
+@pytest.mark.parametrize("key", ["alarmEmail", "ff-alarmEmail", "FF.alarmemail", "maxAttempts"])
+def test_a_config_key_without_its_prefix_is_refused_not_ignored(key: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        AppConfig.from_context({key: "ops@example.com"})
+    (problem,) = raised.value.problems
+    assert problem.startswith(f"{key}: not read, config keys take the prefix 'ff:'")
+
+
+def test_cdk_own_context_keys_are_left_alone() -> None:
+    context = {"cli-telemetry": False, "aws:cdk:enable-path-metadata": True, "@aws-cdk/core:checkSecretUsage": True}
+    assert AppConfig.from_context(context) == AppConfig()
+
+
+def test_a_bad_config_prints_plain_lines_and_no_traceback(tmp_path: Path) -> None:
+    env = os.environ | {
+        "CDK_CONTEXT_JSON": json.dumps(cdk_context() | {"ff:removalPolicy": "keep"}),
+        "CDK_OUTDIR": str(tmp_path),
+    }
+    done = subprocess.run([sys.executable, "app.py"], cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "  ff:removalPolicy: Input should be 'retain' or 'destroy' (got 'keep')" in done.stderr.splitlines()
+
+
+def test_the_stack_name_is_configurable(tmp_path: Path) -> None:
+    assembly = synthesize(tmp_path, cdk_context() | {"ff:stackName": "FireAndForget-prod"})
+    template = json.loads((assembly / "FireAndForget-prod.template.json").read_text(encoding="utf-8"))
+    names = [
+        json.dumps(group["Properties"].get("LogGroupName"))
+        for group in template["Resources"].values()
+        if group["Type"] == "AWS::Logs::LogGroup" and group["Properties"].get("LogGroupName")
+    ]
+    assert names and all("FireAndForget-prod-" in name for name in names)

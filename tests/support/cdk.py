@@ -7,8 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from stacks.config import DEFAULT_STACK_NAME
+
 REPO = Path(__file__).resolve().parents[2]
-STACK_NAME = "FireAndForget"
+STACK_NAME = DEFAULT_STACK_NAME
 
 # jsii prints an end-of-life banner for Node 20 on every start; it says nothing about this project.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
