@@ -65,6 +65,7 @@ class FaultPlan:
         self.released = threading.Event()
         self.holding = threading.Event()  # set once a service call (not a Lambda task) is held by a HANG fault
         self.held: list[str] = []  # the targets of the service calls held so far
+        self.completed_holds: list[str] = []  # the held service calls that have since run to their end
 
     def hold(self, target: str) -> None:
         """Hold a service call until `released` is set (a HANG fault outside Lambda, see offline/services.py)."""
@@ -72,6 +73,10 @@ class FaultPlan:
             self.held.append(target)
         self.holding.set()
         self.released.wait()
+
+    def hold_completed(self, target: str) -> None:
+        with self._lock:
+            self.completed_holds.append(target)
 
     def add(self, fault: Fault) -> Fault:
         with self._lock:

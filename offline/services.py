@@ -93,6 +93,10 @@ class _Striker:
             raise _Unavailable(service)
         if kind is FaultKind.HANG:
             self._faults.hold(target)
+            try:
+                return call()
+            finally:
+                self._faults.hold_completed(target)
         result = call()
         if kind is FaultKind.RESPONSE_LOST:
             raise _Unavailable(service, after=True)

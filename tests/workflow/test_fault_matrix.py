@@ -11,16 +11,29 @@ from pathlib import Path
 
 import pytest
 
-from offline.accounting import Place, account
+from offline.accounting import Ledger, Place, account
 from offline.faults import Fault, FaultKind
 from offline.invariants import saga_violations
-from offline.orders import OrderKind, make_order, seed_inventory
+from offline.orders import OrderKind, SampleOrder, make_order, seed_inventory
+from offline.pipe import DuplicateTiming
 from offline.rehearsal import Rehearsal
+from stacks.constructs.saga_tasks import TASKS
+from tests.support.matrix_checks import (
+    announced_twice,
+    failure_record_twice,
+    held_send_completed_after_abort,
+    one_order_unannounced_by_sns,
+    start_response_lost_ran_twice,
+)
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
 
 # One order of each kind; the faults below hit them in different places.
 BATCH = (OrderKind.VALID, OrderKind.VALID, OrderKind.DECLINED, OrderKind.MALFORMED, OrderKind.UNSERVED)
+SAMPLES = [make_order(kind, n, random.Random(n)) for n, kind in enumerate(BATCH, start=1)]
+FIRST_VALID, DECLINED = SAMPLES[0].order_id, SAMPLES[2].order_id
+TASK_NAMES = {spec.construct_id for spec in TASKS}
+Check = Callable[[Rehearsal, Ledger, list[SampleOrder]], None]
 
 
 @dataclass(frozen=True)
@@ -29,9 +42,15 @@ class Mode:
     faults: tuple[Fault, ...] = ()
     duplicates: int = 0
     execution_timeout: int | None = None
-    hold_first: bool = False  # hold the first order's ChargePayment, then abort or time it out
+    hold_first: bool = False  # hold one order's call (ChargePayment by default), then abort or time it out
     abort_held: bool = False
+    hold_target: str = "ChargePayment"  # a task, or a service call: "FailureDlq" (HandleFailure's SendMessage)
+    held_sample: int = 0  # which of BATCH is held
+    duplicate_timing: DuplicateTiming = DuplicateTiming.SAME_POLL
     expect: dict[Place, int] = field(default_factory=dict)
+    # What the mode breaks on purpose, as the ledger reports it (anomaly -> messages); everything else balances.
+    anomalies: dict[str, int] = field(default_factory=dict)
+    check: Check | None = None  # the mode's outcome asserted directly, beside the ledger
 
 
 MODES = [
@@ -63,6 +82,28 @@ MODES = [
          expect={Place.EXECUTION: 1, Place.SUCCEEDED: 1, Place.FAILURE_DLQ: 3}),
     Mode("execution timed out", hold_first=True, execution_timeout=1,
          expect={Place.EXECUTION: 1, Place.SUCCEEDED: 1, Place.FAILURE_DLQ: 3}),
+    # The call succeeded, its response was lost: the retry repeats it.
+    Mode("SNS publish response lost once", (Fault("AlertsTopic", FaultKind.RESPONSE_LOST, times=1, order_id=DECLINED),),
+         expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, anomalies={"announced twice": 1}, check=announced_twice),
+    Mode("failure DLQ send response lost once",
+         (Fault("FailureDlq", FaultKind.RESPONSE_LOST, times=1, order_id=DECLINED),),
+         # The ledger's place of a message found twice is "nowhere": it is the failure DLQ, twice.
+         expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 2, Place.NOWHERE: 1}, anomalies={"in two places": 1},
+         check=failure_record_twice),
+    Mode("StartExecution response lost once",
+         (Fault("StartExecution", FaultKind.RESPONSE_LOST, times=1, order_id=FIRST_VALID),),
+         expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=start_response_lost_ran_twice),
+    # A service call held, not a Lambda task: HandleFailure's SendMessage waits while the execution is aborted.
+    Mode("failure DLQ send held, execution aborted", hold_first=True, abort_held=True, hold_target="FailureDlq",
+         held_sample=2, expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=held_send_completed_after_abort),
+    # SNS faults scoped to one order: the others are announced as usual.
+    Mode("alerts topic refuses one order", (Fault("AlertsTopic", FaultKind.UNAVAILABLE, order_id=DECLINED),),
+         expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=one_order_unannounced_by_sns),
+    # SQS delivers a copy later: in the next poll, or once the first delivery's execution has ended.
+    Mode("duplicate delivery, next poll", duplicates=5, duplicate_timing=DuplicateTiming.NEXT_POLL,
+         expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}),
+    Mode("duplicate delivery, after the first ended", duplicates=5, duplicate_timing=DuplicateTiming.AFTER_END,
+         expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}),
 ]
 
 
@@ -71,34 +112,58 @@ def run_mode(cloud_assembly: Path, mode: Mode, after: Callable[[Rehearsal], None
         seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
         for fault in mode.faults:
             aws.faults.add(fault)
-        aws.pipe.duplicate_next = mode.duplicates
-        samples = [make_order(kind, n, random.Random(n)) for n, kind in enumerate(BATCH, start=1)]
+        aws.pipe.duplicate_next, aws.pipe.duplicate_timing = mode.duplicates, mode.duplicate_timing
+        samples = list(SAMPLES)
+        held_sample = samples[mode.held_sample]
         if mode.hold_first:
-            aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1, order_id=samples[0].order_id))
+            aws.faults.add(Fault(mode.hold_target, FaultKind.HANG, times=1, order_id=held_sample.order_id))
         # The held order goes first and alone: with a compressed execution timeout, only it may time out.
-        first = samples[:1] if mode.hold_first else []
+        first = [held_sample] if mode.hold_first else []
         bodies = {aws.send(sample.body): sample.body for sample in first}
         if mode.hold_first:
-            held = _held_execution(aws, samples[0].order_id or "")
+            held = _held_execution(aws, held_sample.order_id or "", mode.hold_target)
             if mode.abort_held:
                 aws.abort(held)
             else:
                 _wait_for_status(aws, held, "TIMED_OUT")
                 aws.set_execution_timeout(None)
             aws.faults.released.set()
-        bodies |= {aws.send(sample.body): sample.body for sample in samples[len(first):]}
+        bodies |= {aws.send(sample.body): sample.body for sample in samples if sample not in first}
         aws.run()
+        _wait_for_held_service_calls(aws)
 
         ledger = account(aws, list(bodies))
-        assert ledger.balanced, {m: (f.places, f.announcements) for m, f in ledger.fates.items()}
+        assert _anomalies(ledger) == mode.anomalies, {m: (f.places, f.announcements) for m, f in ledger.fates.items()}
         assert {Place(p): n for p, n in ledger.counts().items()} == mode.expect
         assert saga_violations(aws, ledger, bodies) == []
+        if mode.check is not None:
+            mode.check(aws, ledger, samples)
         if after is not None:
             after(aws)
 
 
-def _held_execution(aws: Rehearsal, order_id: str) -> str:
-    aws.wait_for_hang()
+def _anomalies(ledger: Ledger) -> dict[str, int]:
+    found = {"lost": ledger.lost, "in two places": ledger.in_two_places, "announced twice": ledger.announced_twice,
+             "unannounced failures": ledger.unannounced_failures, "announced successes": ledger.announced_successes}
+    return {name: len(messages) for name, messages in found.items() if messages}
+
+
+def _wait_for_held_service_calls(aws: Rehearsal) -> None:
+    """A held service call of an aborted execution still runs once released: wait for it to finish."""
+    import time
+
+    deadline = time.monotonic() + 10
+    while len(aws.faults.completed_holds) < len(aws.faults.held):
+        assert time.monotonic() < deadline, "a held service call never finished"
+        time.sleep(0.01)
+
+
+def _held_execution(aws: Rehearsal, order_id: str, target: str) -> str:
+    if target in TASK_NAMES:
+        aws.wait_for_hang()
+    else:
+        aws.drain()
+        assert aws.faults.holding.wait(10), f"no {target} call is held"
     running = [e for e in aws.executions() if e.status == "RUNNING" and order_id in str(e.input)]
     assert len(running) == 1
     return running[0].arn
@@ -123,4 +188,7 @@ def test_the_matrix_covers_every_fault_kind() -> None:
     assert kinds >= set(FaultKind) - {FaultKind.HANG}
     assert any(mode.duplicates for mode in MODES) and any(mode.abort_held for mode in MODES)
     assert any(mode.execution_timeout for mode in MODES)
-    assert len(MODES) >= 13
+    assert {mode.duplicate_timing for mode in MODES if mode.duplicates} == set(DuplicateTiming)
+    assert {mode.hold_target for mode in MODES if mode.hold_first} - TASK_NAMES  # a service call is held too
+    assert any(f.target == "AlertsTopic" and f.order_id for mode in MODES for f in mode.faults)
+    assert len(MODES) >= 21
