@@ -79,6 +79,10 @@ def test_acknowledgments_are_few_scoped_and_reasoned() -> None:
         | {("OrderSaga/StateMachine", "AwsSolutions::AwsSolutions-IAM5[Resource::*]")}
         | {(q, "AwsSolutions::AwsSolutions-SQS3") for q in queues}
         | {(q, "Serverless::Serverless-SQSRedrivePolicy") for q in queues}
+        | {("OperatorPolicy/Policy", f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]") for resource in (
+            "*", "arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+                 "<OrderSagaStateMachine15260A25.Name>:*",
+            f"arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/{STACK_NAME}/*")}
     )
     assert set(acknowledged) == expected
     for key, reason in acknowledged.items():

@@ -86,5 +86,35 @@ def test_alerts_topic_is_encrypted_with_the_key_and_tls_only(template: dict[str,
     assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in denies)
 
 
+def _topic_statements(template: dict[str, Any], service: str) -> list[dict[str, Any]]:
+    _, policy = one(template, "AWS::SNS::TopicPolicy", "FailureHandlingAlertsTopicPolicy")
+    return [s for s in policy["Properties"]["PolicyDocument"]["Statement"]
+            if s["Effect"] == "Allow" and s.get("Principal", {}).get("Service") == service]
+
+
+def test_alerts_topic_lets_only_this_accounts_alarms_publish(template: dict[str, Any]) -> None:
+    # The topic policy replaces SNS's default one: without this statement every alarm action is refused.
+    (statement,) = _topic_statements(template, "cloudwatch.amazonaws.com")
+    assert statement["Action"] == "sns:Publish"
+    assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    source = statement["Condition"]["ArnLike"]["aws:SourceArn"]["Fn::Join"][1]
+    assert source == ["arn:", {"Ref": "AWS::Partition"}, ":cloudwatch:", {"Ref": "AWS::Region"}, ":",
+                      {"Ref": "AWS::AccountId"}, ":alarm:*"]
+
+
+def test_alerts_topic_lets_eventbridge_publish_only_for_the_failure_rule(template: dict[str, Any]) -> None:
+    rule_id, _ = one(template, "AWS::Events::Rule", "ExecutionEventsRule")
+    (statement,) = _topic_statements(template, "events.amazonaws.com")
+    assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": [rule_id, "Arn"]}},
+                                      "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+
+
+def test_key_lets_delivering_services_use_it_only_for_this_account(template: dict[str, Any], key_id: str) -> None:
+    policy = template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
+    for statement in policy:
+        if "Service" in statement.get("Principal", {}):
+            assert statement["Condition"]["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}
+
+
 def test_no_email_subscription_unless_configured(template: dict[str, Any]) -> None:
     assert of_type(template, "AWS::SNS::Subscription") == {}

@@ -1,0 +1,60 @@
+"""One synthesized app with every optional principal (e-mail DLQ, Slack channel), one simulator run per session."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.permissions.matrix import MatrixBuilder
+from tests.permissions.operator import operator_checks
+from tests.permissions.simulator import available, simulate
+from tests.support.cdk import cdk_context, load_template, synthesize
+
+FULL_CONTEXT = {
+    "ff:alarmEmail": "ops@example.com",
+    "ff:webhookUrl": "https://hooks.example.com/alerts",
+    "ff:slackWorkspaceId": "T0123ABCD",
+    "ff:slackChannelId": "C0456EFGH",
+}
+_STATS: dict[str, Any] = {}
+
+
+@pytest.fixture(scope="session")
+def full_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The app with every channel configured, so the subscription DLQ and the Chatbot role exist."""
+    return load_template(synthesize(tmp_path_factory.mktemp("permissions"), context=cdk_context() | FULL_CONTEXT))
+
+
+@pytest.fixture(scope="session")
+def matrix(full_template: dict[str, Any]) -> MatrixBuilder:
+    builder = MatrixBuilder(full_template).build()
+    operator_checks(builder)
+    return builder
+
+
+@pytest.fixture(scope="session")
+def verdicts(matrix: MatrixBuilder) -> dict[str, dict[str, Any]]:
+    """Check id -> the simulator's verdict, for every check of the matrix, from one Node process."""
+    reason = available()
+    if reason is not None:
+        pytest.fail(f"the permission matrix needs the IAM simulator: {reason}")
+    started = time.perf_counter()
+    results = simulate([check.request() for check in matrix.checks])
+    _STATS.update(
+        edges=len(matrix.edges),
+        checks=len(matrix.checks),
+        seconds=time.perf_counter() - started,
+        allowed=sum(c.allowed for c in matrix.checks),
+    )
+    return results
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _STATS:
+        terminalreporter.write_line(
+            f"permission matrix: {_STATS['edges']} edges, {_STATS['checks']} checks "
+            f"({_STATS['allowed']} must be allowed, {_STATS['checks'] - _STATS['allowed']} denied), "
+            f"simulated in {_STATS['seconds']:.1f} s"
+        )

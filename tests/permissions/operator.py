@@ -1,0 +1,158 @@
+"""The operator's edges: every boto3 call ff-ops (ops/) makes, judged on the stack's OperatorPolicy."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tests.permissions.matrix import NO_TLS, OPERATOR, SQS_SEND_KEY, TLS, Check, MatrixBuilder, _other_account, _via
+from tests.permissions.resolver import ACCOUNT, STACK_NAME, arn
+
+OPS = Path(__file__).resolve().parents[2] / "ops"
+
+# boto3 method -> the IAM actions it needs, on which of the stack's resources (by output key).
+# StartMessageMoveTask also needs what the move itself does: read and delete on the DLQ, send to the destination
+# (SQS Developer Guide, "Configure queue permissions for dead-letter queue redrive").
+OPS_CALLS: dict[str, list[tuple[str, str]]] = {
+    "describe_stacks": [("cloudformation:DescribeStacks", "stack")],
+    "get_queue_attributes": [
+        ("sqs:GetQueueAttributes", key)
+        for key in ("SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl")
+    ],
+    "receive_message": [("sqs:ReceiveMessage", "FailureDlqUrl"), ("kms:Decrypt", "FailureDlqUrl")],
+    "change_message_visibility_batch": [("sqs:ChangeMessageVisibility", "FailureDlqUrl")],
+    "delete_message": [("sqs:DeleteMessage", "FailureDlqUrl")],
+    "send_message": [("sqs:SendMessage", "SourceQueueUrl")] + [(k, "SourceQueueUrl") for k in SQS_SEND_KEY],
+    "start_message_move_task": [
+        ("sqs:StartMessageMoveTask", "SourceDlqUrl"),
+        ("sqs:ReceiveMessage", "SourceDlqUrl"),
+        ("sqs:DeleteMessage", "SourceDlqUrl"),
+        ("sqs:GetQueueAttributes", "SourceDlqUrl"),
+        ("kms:Decrypt", "SourceDlqUrl"),
+        ("sqs:SendMessage", "SourceQueueUrl"),
+        ("kms:GenerateDataKey", "SourceQueueUrl"),
+    ],
+    "list_message_move_tasks": [("sqs:ListMessageMoveTasks", "SourceDlqUrl")],
+    "list_executions": [("states:ListExecutions", "StateMachineArn")],
+    "describe_execution": [("states:DescribeExecution", "execution")],
+    "redrive_execution": [("states:RedriveExecution", "execution")],
+    "get_metric_data": [("cloudwatch:GetMetricData", "*")],
+    "describe_pipe": [("pipes:DescribePipe", "PipeArn")],
+}
+# Not called by ops/ today, granted on purpose: reading an execution's history is the first step of the runbook.
+GRANTED_BEYOND_OPS = {"get_execution_history": [("states:GetExecutionHistory", "execution")]}
+_CLIENT_CALL = re.compile(r"\b(?:sqs|_sqs|sfn|cloudformation|pipes|cloudwatch)\.(\w+)\(")
+_PAGINATOR = re.compile(r"get_paginator\(\"(\w+)\"\)")
+
+
+def ops_boto3_calls() -> set[str]:
+    """Every boto3 client method named in ops/*.py."""
+    found: set[str] = set()
+    for path in OPS.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        found.update(m for m in _CLIENT_CALL.findall(text) if m != "get_paginator")
+        found.update(_PAGINATOR.findall(text))
+    return found
+
+
+def operator_policy_lid(template: dict[str, Any]) -> str:
+    value = template["Outputs"]["OperatorPolicyArn"]["Value"]
+    return str(value["Ref"])
+
+
+def operator_checks(builder: MatrixBuilder) -> None:
+    a = builder.a
+    policy = operator_policy_lid(a.template)
+    a.covered.add(("managed-policy", policy))
+    identity = (a.resolver.resolve(a.props(policy)["PolicyDocument"]),)
+    outputs = a.template["Outputs"]
+    machine = a.lid(outputs["StateMachineArn"]["Value"])
+
+    def target(key: str) -> tuple[str | None, str]:
+        if key == "stack":
+            return None, arn("cloudformation", f"stack/{STACK_NAME}/0a1b2c3d-0000-0000-0000-000000000000")
+        if key == "execution":
+            return None, arn("states", f"execution:{a.att(machine, 'Name')}:order-1")
+        if key == "*":
+            return None, "*"
+        lid = a.lid(outputs[key]["Value"])
+        return lid, a.att(lid, "Ref" if key == "StateMachineArn" else "Arn")
+
+    for method, calls in (OPS_CALLS | GRANTED_BEYOND_OPS).items():
+        for action, key in calls:
+            lid, resource = target(key)
+            _ops_call(builder, f"operator ff-ops {method}", identity, action, lid, resource)
+
+    edge = "operator beyond ff-ops"
+    source = a.lid(outputs["SourceQueueUrl"]["Value"])
+    failure_dlq = a.lid(outputs["FailureDlqUrl"]["Value"])
+    for action, lid in (
+        ("sqs:DeleteQueue", source),
+        ("sqs:PurgeQueue", failure_dlq),
+        ("sqs:SetQueueAttributes", source),
+        ("sqs:ReceiveMessage", source),
+    ):
+        builder._add(
+            Check(
+                edge,
+                OPERATOR,
+                action,
+                a.att(lid),
+                False,
+                "not an ff-ops call",
+                dict(TLS),
+                identity,
+                a.resource_policy(lid),
+            )
+        )
+    for action, resource in (
+        ("states:StartExecution", a.att(machine, "Ref")),
+        ("states:StopExecution", arn("states", f"execution:{a.att(machine, 'Name')}:order-1")),
+        ("states:RedriveExecution", arn("states", "execution:AnotherStateMachine:order-1")),
+        ("states:ListExecutions", arn("states", "stateMachine:AnotherStateMachine")),
+        ("sqs:SendMessage", arn("sqs", "AnotherQueue")),
+        ("pipes:StopPipe", a.att(a.lid(outputs["PipeArn"]["Value"]))),
+    ):
+        builder._add(Check(edge, OPERATOR, action, resource, False, "not an ff-ops call", dict(TLS), identity))
+
+
+def _ops_call(
+    builder: MatrixBuilder, edge: str, identity: tuple[dict[str, Any], ...], action: str, lid: str | None, resource: str
+) -> None:
+    """One ff-ops call allowed; on another account's copy, without TLS, or on the key directly denied."""
+    a = builder.a
+    if action.startswith("kms:"):
+        assert lid is not None
+        key_lid = a.key_of(lid)
+        assert key_lid is not None, f"{lid} is not encrypted"
+        base = Check(
+            edge,
+            OPERATOR,
+            action,
+            a.att(key_lid),
+            True,
+            "ff-ops needs it",
+            dict(TLS) | _via("sqs"),
+            identity,
+            a.resource_policy(key_lid),
+        )
+        builder._add(base)
+        builder._add(replace(base, allowed=False, why="the key used directly, not through SQS", context=dict(TLS)))
+        return
+    resource_policy = a.resource_policy(lid) if lid else None
+    base = Check(edge, OPERATOR, action, resource, True, "ff-ops needs it", dict(TLS), identity, resource_policy)
+    builder._add(base)
+    if resource.startswith("arn:") and resource.split(":")[4] == ACCOUNT:
+        builder._add(
+            replace(
+                base,
+                resource=_other_account(resource),
+                allowed=False,
+                why="another account's copy",
+                resource_policy=None,
+            )
+        )
+    if resource_policy and "SecureTransport" in str(resource_policy):
+        builder._add(replace(base, allowed=False, why="without TLS", context=dict(NO_TLS)))

@@ -1,0 +1,70 @@
+"""Every call of the architecture, judged by a real IAM policy simulator on the synthesized template's policies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.permissions.matrix import MatrixBuilder, uncovered
+from tests.permissions.operator import GRANTED_BEYOND_OPS, OPS_CALLS, ops_boto3_calls
+
+ALLOWED = "Allowed"
+DENIED = {"ExplicitlyDenied", "ImplicitlyDenied"}
+
+
+def test_every_check_gets_the_verdict_aws_would_give(matrix: MatrixBuilder, verdicts: dict[str, Any]) -> None:
+    # Given every call derived from the template, When the simulator judges each on all its policies
+    wrong = []
+    for check in matrix.checks:
+        verdict = verdicts[check.id]
+        if verdict["result"] == "Error":
+            wrong.append(f"{check.id}: simulator refused the request: {verdict.get('errors')}")
+        elif (verdict["result"] == ALLOWED) != check.allowed:
+            wrong.append(f"{check.id}: got {verdict['result']} ({verdict.get('decisive')})")
+    # Then each one the architecture needs is allowed, and each one it must not make is denied
+    assert not wrong, "\n".join(wrong)
+
+
+def test_matrix_judges_both_ways_for_every_kind_of_principal(matrix: MatrixBuilder) -> None:
+    principals = {c.principal.split("/")[0] if c.principal.startswith("arn:") else c.principal for c in matrix.checks}
+    for service in (
+        "events.amazonaws.com",
+        "cloudwatch.amazonaws.com",
+        "sns.amazonaws.com",
+        "pipes.amazonaws.com",
+        "states.amazonaws.com",
+        "lambda.amazonaws.com",
+        "chatbot.amazonaws.com",
+    ):
+        assert service in principals, service
+    for why in (
+        "another account's copy",
+        "without TLS",
+        "on behalf of another account",
+        "a function outside the saga",
+        "another state machine",
+        "not an ff-ops call",
+    ):
+        assert any(c.why == why and not c.allowed for c in matrix.checks), why
+    assert any(c.why.endswith("is not in its environment") for c in matrix.checks)
+
+
+def test_every_role_target_alarm_action_and_dlq_of_the_template_is_in_the_matrix(matrix: MatrixBuilder) -> None:
+    assert uncovered(matrix) == []
+
+
+def test_every_boto3_call_of_ff_ops_is_in_the_matrix() -> None:
+    # A new ff-ops call must be added to OPS_CALLS (and so to the operator policy) before it can ship.
+    assert ops_boto3_calls() == set(OPS_CALLS)
+    assert not set(GRANTED_BEYOND_OPS) & set(OPS_CALLS)
+
+
+@pytest.mark.parametrize("service", ["cloudwatch.amazonaws.com", "events.amazonaws.com"])
+def test_alerts_topic_takes_each_delivering_service_only_for_this_account(
+    matrix: MatrixBuilder, verdicts: dict[str, Any], service: str
+) -> None:
+    publishes = [c for c in matrix.checks if c.principal == service and c.action == "sns:Publish"]
+    assert any(c.allowed for c in publishes) and any(not c.allowed for c in publishes)
+    for check in publishes:
+        assert (verdicts[check.id]["result"] == ALLOWED) == check.allowed, check.id
