@@ -15,6 +15,7 @@ from common.errors import ShippingUnavailable
 from common.idempotency import StepKey, run_once
 from common.observability import correlate, count, logger
 from common.order_context import ShippingInput, shipping_input
+from common.order_ledger import ACTIVE, COMPLETED, DynamoDBOrderLedger
 from common.settings import ArrangeShippingSettings
 from common.shipments import DynamoDBShipments, ShipmentStore
 
@@ -40,11 +41,17 @@ def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Wire the shipment adapter from the environment and run the step."""
     settings = ArrangeShippingSettings.from_env(os.environ)
     shipments = DynamoDBShipments(aws.dynamodb(), settings.shipments_table)
-    return arrange_shipping(event, context, settings=settings, shipments=shipments)
+    ledger = DynamoDBOrderLedger(aws.dynamodb(), settings.orders_table)
+    return arrange_shipping(event, context, settings=settings, shipments=shipments, ledger=ledger)
 
 
 def arrange_shipping(
-    event: dict[str, Any], context: LambdaContext, *, settings: ArrangeShippingSettings, shipments: ShipmentStore
+    event: dict[str, Any],
+    context: LambdaContext,
+    *,
+    settings: ArrangeShippingSettings,
+    shipments: ShipmentStore,
+    ledger: DynamoDBOrderLedger,
 ) -> dict[str, Any]:
     """Return the order context plus ``shipment``; raise ShippingUnavailable or InvalidOrder."""
     order = shipping_input(event)
@@ -52,20 +59,26 @@ def arrange_shipping(
     key = StepKey(order.order_id, STEP, order.attempt_id)
     shipment = run_once(
         key,
-        lambda: _arrange(order, settings.served_countries, shipments),
+        lambda: _arrange(order, settings.served_countries, shipments, ledger),
         settings=settings.idempotency,
         context=context,
     )
     return {**event, "shipment": shipment}
 
 
-def _arrange(order: ShippingInput, served: frozenset[str], shipments: ShipmentStore) -> dict[str, Any]:
+def _arrange(
+    order: ShippingInput, served: frozenset[str], shipments: ShipmentStore, ledger: DynamoDBOrderLedger
+) -> dict[str, Any]:
     country = order.country
     if country not in served:
         count("ShippingUnavailable")
         raise ShippingUnavailable(f"order {order.order_id}: no carrier serves {country}; served: {sorted(served)}")
     carrier = CARRIERS.get(country, DEFAULT_CARRIER)
-    shipment, created = shipments.arrange(order.order_id, order.attempt_id, carrier, order.address)
+    # The shipment and the ledger's COMPLETED in one transaction: only the order's owner ships.
+    complete = ledger.transition_item(
+        order.order_id, order.attempt_id, order.execution_arn, to=COMPLETED, allowed_from=(ACTIVE,)
+    )
+    shipment, created = shipments.arrange(order.order_id, order.attempt_id, carrier, order.address, complete)
     if created:
         count("OrdersShipped")
     else:

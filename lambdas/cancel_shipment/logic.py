@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from common import aws
 from common.compensation import Compensation, compensate, undo_or_fail
+from common.order_ledger import DynamoDBOrderLedger
 from common.settings import CancelShipmentSettings
 from common.shipments import DynamoDBShipments, ShipmentStore
 
@@ -32,12 +33,19 @@ def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with undo_or_fail(CANCEL.step):
         settings = CancelShipmentSettings.from_env(os.environ)
         shipments = DynamoDBShipments(aws.dynamodb(), settings.shipments_table)
-        return cancel_shipment(event, context, settings=settings, shipments=shipments)
+        ledger = DynamoDBOrderLedger(aws.dynamodb(), settings.orders_table)
+        return cancel_shipment(event, context, settings=settings, shipments=shipments, ledger=ledger)
 
 
 def cancel_shipment(
-    event: dict[str, Any], context: LambdaContext, *, settings: CancelShipmentSettings, shipments: ShipmentStore
+    event: dict[str, Any],
+    context: LambdaContext,
+    *,
+    settings: CancelShipmentSettings,
+    shipments: ShipmentStore,
+    ledger: DynamoDBOrderLedger,
 ) -> dict[str, Any]:
     """Return CANCELLED or NOTHING_TO_CANCEL; raise TransientError or CompensationFailed."""
-    # Absent, already cancelled, or arranged by another attempt (which may still complete): nothing of ours to undo.
-    return compensate(event, context, CANCEL, idempotency=settings.idempotency, undo=shipments.cancel)
+    # Not the order's owner, absent, already cancelled, or arranged by another attempt: nothing of ours to undo.
+    return compensate(event, context, CANCEL, idempotency=settings.idempotency, ledger=ledger,
+                      undo=lambda entry: shipments.cancel(entry.order_id, entry.attempt_id))

@@ -38,6 +38,15 @@ class DuplicateDelivery(SagaError):
     """Another execution already claimed this SQS messageId; the ASL ends this execution quietly."""
 
 
+class DuplicateOrder(SagaError):
+    """Another attempt (an earlier message with the same body) owns this order and is in flight or has completed it;
+    the ASL ends this execution quietly, like a duplicate delivery: the owning attempt decides and announces."""
+
+
+class OrderConflict(SagaError):
+    """The orderId is known with a different body: a conflicting resend is refused, never merged or retried."""
+
+
 class TransientError(SagaError):
     """A throttle, 5xx, timeout or connection failure: the ASL retries it with backoff."""
 

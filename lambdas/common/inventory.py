@@ -34,15 +34,23 @@ class Reservation(NamedTuple):
         }
 
 
+class ClaimLost(Exception):  # noqa: N818 - a signal between adapter and logic, never raised out of a handler
+    """Another attempt changed the order's ledger row between the read and the reserving transaction."""
+
+
 class InventoryStore(Protocol):
-    def reserve(self, order_id: str, attempt_id: str, items: Sequence[tuple[str, int]]) -> tuple[Reservation, bool]:
-        """Take every line from stock at once; returns the reservation and whether this call created it."""
+    def reserve(
+        self, order_id: str, attempt_id: str, items: Sequence[tuple[str, int]], claim: TransactWriteItemTypeDef
+    ) -> tuple[Reservation, bool]:
+        """Take every line from stock and claim the order (`claim`, the ledger's action) at once; returns the
+        reservation and whether this call created it. Raises ClaimLost when the ledger changed meanwhile."""
         ...
 
     def find_reservation(self, order_id: str) -> Reservation | None: ...
 
-    def release(self, reservation: Reservation) -> bool:
-        """Give a RESERVED reservation's lines back, once; False when it was no longer RESERVED."""
+    def release(self, reservation: Reservation, hand_over: TransactWriteItemTypeDef) -> bool:
+        """Give a RESERVED reservation's lines back and hand the order over (`hand_over`, the ledger's action), once;
+        False when it was no longer RESERVED or no longer this attempt's."""
         ...
 
 
@@ -54,7 +62,9 @@ class DynamoDBInventory:
         self._inventory = inventory_table
         self._reservations = reservations_table
 
-    def reserve(self, order_id: str, attempt_id: str, items: Sequence[tuple[str, int]]) -> tuple[Reservation, bool]:
+    def reserve(
+        self, order_id: str, attempt_id: str, items: Sequence[tuple[str, int]], claim: TransactWriteItemTypeDef
+    ) -> tuple[Reservation, bool]:
         takes: list[TransactWriteItemTypeDef] = [
             {
                 "Update": {
@@ -87,19 +97,24 @@ class DynamoDBInventory:
         }
         try:
             with aws_errors_as_transient("reserving stock"):
-                self._client.transact_write_items(TransactItems=[*takes, record])
+                self._client.transact_write_items(TransactItems=[*takes, record, claim])
         except ClientError as error:
-            return self._explain_cancellation(error, order_id, items), False
+            return self._explain_cancellation(error, order_id, attempt_id, items), False
         return Reservation(order_id, attempt_id, RESERVED, tuple(items)), True
 
-    def _explain_cancellation(self, error: ClientError, order_id: str, items: Sequence[tuple[str, int]]) -> Reservation:
+    def _explain_cancellation(
+        self, error: ClientError, order_id: str, attempt_id: str, items: Sequence[tuple[str, int]]
+    ) -> Reservation:
         if error_code(error) != "TransactionCanceledException":
             raise error
         codes = [reason.get("Code", "None") for reason in cancellation_reasons(error)]
-        # The reservation record is the last action: if it already exists, nothing more may be taken from stock.
-        if len(codes) == len(items) + 1 and codes[-1] == "ConditionalCheckFailed":
+        # The ledger's claim is the last action: another attempt claimed the order first; the caller decides again.
+        if len(codes) == len(items) + 2 and codes[-1] == "ConditionalCheckFailed":
+            raise ClaimLost(order_id)
+        # Then the reservation record: if it already exists, nothing more may be taken from stock.
+        if len(codes) == len(items) + 2 and codes[-2] == "ConditionalCheckFailed":
             existing = self.find_reservation(order_id)
-            if existing is not None and existing.status == RESERVED:
+            if existing is not None and existing.status == RESERVED and existing.attempt_id == attempt_id:
                 return existing
             raise TransientError(f"reservation of order {order_id} changed while reserving; retry") from error
         for (sku, quantity), code in zip(items, codes, strict=False):
@@ -120,7 +135,7 @@ class DynamoDBInventory:
         )
         return Reservation(order_id, item["attemptId"]["S"], item["status"]["S"], lines)
 
-    def release(self, reservation: Reservation) -> bool:
+    def release(self, reservation: Reservation, hand_over: TransactWriteItemTypeDef) -> bool:
         mark: TransactWriteItemTypeDef = {
             "Update": {
                 "TableName": self._reservations,
@@ -150,11 +165,11 @@ class DynamoDBInventory:
         ]
         try:
             with aws_errors_as_transient("releasing stock"):
-                self._client.transact_write_items(TransactItems=[mark, *returns])
+                self._client.transact_write_items(TransactItems=[mark, hand_over, *returns])
         except ClientError as error:
             codes = [reason.get("Code") for reason in cancellation_reasons(error)]
-            if error_code(error) == "TransactionCanceledException" and codes[:1] == ["ConditionalCheckFailed"]:
-                return False  # released meanwhile by a concurrent compensation
+            if error_code(error) == "TransactionCanceledException" and "ConditionalCheckFailed" in codes[:2]:
+                return False  # released meanwhile by a concurrent compensation, or the order is not ours any more
             raise
         return True
 

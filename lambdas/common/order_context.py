@@ -35,6 +35,7 @@ class ShippingInput(NamedTuple):
 
     order_id: str
     attempt_id: str
+    execution_arn: str
     country: str
     address: dict[str, str]
 
@@ -65,8 +66,15 @@ def shipping_input(context: object) -> ShippingInput:
     country = address["country"]
     if len(country) != 2 or not (country.isascii() and country.isalpha() and country.isupper()):
         raise InvalidOrder(f"task input: order.shippingAddress.country {country!r} is not an ISO 3166 code")
+    execution_arn = context.get("executionArn") if isinstance(context, Mapping) else None
+    if not isinstance(execution_arn, str) or not execution_arn:
+        raise InvalidOrder(f"task input has no executionArn (the attempt's execution); {_EXPECTED}")
     return ShippingInput(
-        order_id=_text(order, "orderId", "order"), attempt_id=attempt_id, country=country, address=address
+        order_id=_text(order, "orderId", "order"),
+        attempt_id=attempt_id,
+        execution_arn=execution_arn,
+        country=country,
+        address=address,
     )
 
 

@@ -47,6 +47,7 @@ class ReserveInventorySettings(NamedTuple):
     inventory_table: str
     reservations_table: str
     deliveries_table: str
+    orders_table: str
     idempotency: IdempotencySettings
 
     @classmethod
@@ -55,6 +56,7 @@ class ReserveInventorySettings(NamedTuple):
             inventory_table=_required(env, "INVENTORY_TABLE_NAME"),
             reservations_table=_required(env, "RESERVATIONS_TABLE_NAME"),
             deliveries_table=_required(env, "DELIVERIES_TABLE_NAME"),
+            orders_table=_required(env, "ORDERS_TABLE_NAME"),
             idempotency=IdempotencySettings.from_env(env),
         )
 
@@ -82,6 +84,7 @@ class ChargePaymentSettings(NamedTuple):
 
 class ArrangeShippingSettings(NamedTuple):
     shipments_table: str
+    orders_table: str
     served_countries: frozenset[str]
     idempotency: IdempotencySettings
 
@@ -94,6 +97,7 @@ class ArrangeShippingSettings(NamedTuple):
             raise ConfigurationError(f"SERVED_COUNTRIES must be ISO 3166 alpha-2 codes, got {raw!r}")
         return cls(
             shipments_table=_required(env, "SHIPMENTS_TABLE_NAME"),
+            orders_table=_required(env, "ORDERS_TABLE_NAME"),
             served_countries=countries,
             idempotency=IdempotencySettings.from_env(env),
         )
@@ -101,16 +105,22 @@ class ArrangeShippingSettings(NamedTuple):
 
 class RefundPaymentSettings(NamedTuple):
     payments_table: str
+    orders_table: str
     idempotency: IdempotencySettings
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> RefundPaymentSettings:
-        return cls(payments_table=_required(env, "PAYMENTS_TABLE_NAME"), idempotency=IdempotencySettings.from_env(env))
+        return cls(
+            payments_table=_required(env, "PAYMENTS_TABLE_NAME"),
+            orders_table=_required(env, "ORDERS_TABLE_NAME"),
+            idempotency=IdempotencySettings.from_env(env),
+        )
 
 
 class ReleaseInventorySettings(NamedTuple):
     inventory_table: str
     reservations_table: str
+    orders_table: str
     idempotency: IdempotencySettings
 
     @classmethod
@@ -118,16 +128,20 @@ class ReleaseInventorySettings(NamedTuple):
         return cls(
             inventory_table=_required(env, "INVENTORY_TABLE_NAME"),
             reservations_table=_required(env, "RESERVATIONS_TABLE_NAME"),
+            orders_table=_required(env, "ORDERS_TABLE_NAME"),
             idempotency=IdempotencySettings.from_env(env),
         )
 
 
 class CancelShipmentSettings(NamedTuple):
     shipments_table: str
+    orders_table: str
     idempotency: IdempotencySettings
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> CancelShipmentSettings:
         return cls(
-            shipments_table=_required(env, "SHIPMENTS_TABLE_NAME"), idempotency=IdempotencySettings.from_env(env)
+            shipments_table=_required(env, "SHIPMENTS_TABLE_NAME"),
+            orders_table=_required(env, "ORDERS_TABLE_NAME"),
+            idempotency=IdempotencySettings.from_env(env),
         )

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from botocore.exceptions import ClientError
 
-from common.errors import TransientError, aws_errors_as_transient, error_code
+from common.errors import DuplicateOrder, TransientError, aws_errors_as_transient, cancellation_reasons, error_code
 from common.status_change import undo_once
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 ARRANGED = "ARRANGED"
 CANCELLED = "CANCELLED"
@@ -37,8 +38,11 @@ class Shipment(NamedTuple):
 
 
 class ShipmentStore(Protocol):
-    def arrange(self, order_id: str, attempt_id: str, carrier: str, address: dict[str, str]) -> tuple[Shipment, bool]:
-        """Record the shipment once per order; returns it and whether this call created it."""
+    def arrange(
+        self, order_id: str, attempt_id: str, carrier: str, address: dict[str, str], complete: TransactWriteItemTypeDef
+    ) -> tuple[Shipment, bool]:
+        """Record the shipment once per order and mark the order COMPLETED (`complete`, the ledger's action) at
+        once; returns it and whether this call created it. Raises DuplicateOrder if this attempt does not own it."""
         ...
 
     def cancel(self, order_id: str, attempt_id: str) -> Shipment | None:
@@ -51,7 +55,9 @@ class DynamoDBShipments:
         self._client = client
         self._table = table
 
-    def arrange(self, order_id: str, attempt_id: str, carrier: str, address: dict[str, str]) -> tuple[Shipment, bool]:
+    def arrange(
+        self, order_id: str, attempt_id: str, carrier: str, address: dict[str, str], complete: TransactWriteItemTypeDef
+    ) -> tuple[Shipment, bool]:
         shipment = Shipment(
             order_id=order_id,
             shipment_id=f"shp_{uuid.uuid5(_SHIPMENT_NAMESPACE, f'{order_id}/{attempt_id}').hex}",
@@ -62,9 +68,9 @@ class DynamoDBShipments:
         )
         try:
             with aws_errors_as_transient("recording the shipment"):
-                self._client.put_item(
-                    TableName=self._table,
-                    Item={
+                put: TransactWriteItemTypeDef = {"Put": {
+                    "TableName": self._table,
+                    "Item": {
                         "orderId": {"S": order_id},
                         "shipmentId": {"S": shipment.shipment_id},
                         "attemptId": {"S": attempt_id},
@@ -73,19 +79,24 @@ class DynamoDBShipments:
                         "status": {"S": ARRANGED},
                         "arrangedAt": {"N": str(int(time.time()))},
                     },
-                    # One active shipment per order, whichever attempt gets here first; a later attempt (an
-                    # operator redrive) may ship again only after CancelShipment compensated the earlier one.
-                    ConditionExpression="attribute_not_exists(orderId) OR #status = :cancelled",
-                    ExpressionAttributeNames={"#status": "status"},
-                    ExpressionAttributeValues={":cancelled": {"S": CANCELLED}},
-                )
+                    # One active shipment per order; a later attempt (an operator redrive) may ship again only
+                    # after CancelShipment compensated the earlier one.
+                    "ConditionExpression": "attribute_not_exists(orderId) OR #status = :cancelled",
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": {":cancelled": {"S": CANCELLED}},
+                }}
+                self._client.transact_write_items(TransactItems=[put, complete])
         except ClientError as error:
-            if error_code(error) != "ConditionalCheckFailedException":
+            if error_code(error) != "TransactionCanceledException":
                 raise
+            codes = [reason.get("Code") for reason in cancellation_reasons(error)]
             existing = self.find(order_id)
-            if existing is None or existing.status != ARRANGED:
-                raise TransientError(f"shipment of order {order_id} changed while arranging; retry") from error
-            return existing, False
+            # A retry of this attempt after its transaction committed: the shipment is already ours.
+            if existing is not None and existing.status == ARRANGED and existing.attempt_id == attempt_id:
+                return existing, False
+            if codes[1:2] == ["ConditionalCheckFailed"]:
+                raise DuplicateOrder(f"order {order_id} is not owned by {attempt_id}; nothing shipped") from None
+            raise TransientError(f"shipment of order {order_id} changed while arranging; retry") from error
         return shipment, True
 
     def cancel(self, order_id: str, attempt_id: str) -> Shipment | None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from common import aws
 from common.compensation import Compensation, compensate, undo_or_fail
+from common.order_ledger import DynamoDBOrderLedger
 from common.payments import LedgerPaymentProvider, PaymentProvider
 from common.settings import RefundPaymentSettings
 
@@ -29,12 +30,19 @@ def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         settings = RefundPaymentSettings.from_env(os.environ)
         # Refunds apply no credit limit; the provider only needs one to charge.
         provider = LedgerPaymentProvider(aws.dynamodb(), settings.payments_table, default_credit_limit=Decimal(0))
-        return refund_payment(event, context, settings=settings, provider=provider)
+        ledger = DynamoDBOrderLedger(aws.dynamodb(), settings.orders_table)
+        return refund_payment(event, context, settings=settings, provider=provider, ledger=ledger)
 
 
 def refund_payment(
-    event: dict[str, Any], context: LambdaContext, *, settings: RefundPaymentSettings, provider: PaymentProvider
+    event: dict[str, Any],
+    context: LambdaContext,
+    *,
+    settings: RefundPaymentSettings,
+    provider: PaymentProvider,
+    ledger: DynamoDBOrderLedger,
 ) -> dict[str, Any]:
     """Return REFUNDED or NOTHING_TO_REFUND; raise TransientError or CompensationFailed."""
-    # The provider refunds only a CHARGED charge of this attempt; anything else is not ours to undo.
-    return compensate(event, context, REFUND, idempotency=settings.idempotency, undo=provider.refund)
+    # Only the execution that owns the order refunds, and the provider refunds only a CHARGED charge of this attempt.
+    return compensate(event, context, REFUND, idempotency=settings.idempotency, ledger=ledger,
+                      undo=lambda entry: provider.refund(entry.order_id, entry.attempt_id))

@@ -20,6 +20,7 @@ class Account:
         self.idempotency_table = environments[RESERVE]["IDEMPOTENCY_TABLE_NAME"]
         self.payments_table = environments[CHARGE]["PAYMENTS_TABLE_NAME"]
         self.shipments_table = environments[SHIP]["SHIPMENTS_TABLE_NAME"]
+        self.orders_table = environments[RESERVE]["ORDERS_TABLE_NAME"]
 
     def stock_up(self, **units: int) -> None:
         """Set ``available`` per sku; keyword names use _ for -, e.g. SKU_RED_MUG=5."""
@@ -49,6 +50,10 @@ class Account:
 
     def shipment(self, order_id: str) -> dict[str, Any] | None:
         return self._get(self.shipments_table, {"orderId": {"S": order_id}})
+
+    def order(self, order_id: str) -> dict[str, Any] | None:
+        """The order's ledger row: which attempt owns it, and its status."""
+        return self._get(self.orders_table, {"orderId": {"S": order_id}})
 
     def claim(self, message_id: str) -> dict[str, Any] | None:
         return self._get(self.deliveries_table, {"messageId": {"S": message_id}})

@@ -15,7 +15,7 @@ from arrange_shipping.handler import handler as arrange_shipping
 from cancel_shipment.handler import handler as cancel_shipment
 from charge_payment.handler import handler as charge_payment
 from common import aws
-from common.errors import DuplicateDelivery, SagaError, TransientError
+from common.errors import DuplicateDelivery, DuplicateOrder, SagaError, TransientError
 from refund_payment.handler import handler as refund_payment
 from release_inventory.handler import handler as release_inventory
 from reserve_inventory.handler import handler as reserve_inventory
@@ -50,15 +50,15 @@ class SagaDriver:
             context = self._retrying(charge_payment, context)
             step = "ship"
             context = self._retrying(arrange_shipping, context)
-        except DuplicateDelivery:
-            return Outcome("DUPLICATE", error="DuplicateDelivery")
+        except (DuplicateDelivery, DuplicateOrder) as duplicate:
+            return Outcome("DUPLICATE", error=type(duplicate).__name__)
         except SagaError as error:
-            undo = self.compensate(record, shipping_failed=step == "ship")
+            undo = self.compensate(record, execution_arn, shipping_failed=step == "ship")
             return Outcome("FAILED", error=type(error).__name__, compensations=undo)
         return Outcome("SUCCEEDED", context=context)
 
-    def compensate(self, record: dict[str, Any], *, shipping_failed: bool) -> list[dict[str, Any]]:
-        undo = events.compensation_input(record)
+    def compensate(self, record: dict[str, Any], execution_arn: str, *, shipping_failed: bool) -> list[dict[str, Any]]:
+        undo = events.compensation_input(record, execution_arn)
         steps = [cancel_shipment] if shipping_failed else []
         return [self._retrying(step, undo) for step in [*steps, refund_payment, release_inventory]]
 

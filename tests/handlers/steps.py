@@ -10,7 +10,7 @@ from reserve_inventory.handler import handler as reserve_inventory
 from tests.handlers.account import Account
 from tests.support import events
 
-ARN = "arn:aws:states:us-east-1:123456789012:execution:OrderSaga:first"
+ARN = events.load("reserve_inventory_input")["executionArn"]  # the execution compensation_input names by default
 
 
 def reserved(account: Account, lambda_context: Any, record: dict[str, Any], arn: str = ARN) -> dict[str, Any]:

@@ -78,7 +78,8 @@ def test_transient_errors_are_transient_and_the_retry_ships_once(
     account: Account, lambda_context: Any, code: str
 ) -> None:
     context = charged(account, lambda_context, events.sqs_record(events.order()))
-    with faults("put_item", code, table=account.shipments_table, after_write=True), pytest.raises(TransientError):
+    lost = faults("transact_write_items", code, table=account.shipments_table, after_write=True)
+    with lost, pytest.raises(TransientError):
         handler(context, lambda_context)
     handler(context, lambda_context)
     assert account.count(account.shipments_table) == 1

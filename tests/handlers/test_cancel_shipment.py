@@ -6,12 +6,11 @@ from typing import Any
 
 import pytest
 
-from arrange_shipping.handler import handler as arrange_shipping
 from cancel_shipment.handler import handler
 from common.errors import CompensationFailed, TransientError
 from tests.handlers.account import Account
 from tests.handlers.saga import MAX_ATTEMPTS, SagaDriver, emitted_metrics, faults
-from tests.handlers.steps import charged, shipped
+from tests.handlers.steps import ARN, charged, shipped
 from tests.support import events
 
 
@@ -125,7 +124,8 @@ def test_the_saga_cancels_a_shipment_written_before_arrange_shipping_exhausted_i
     # Given the shipment write commits but its response is lost, and every retry is throttled
     record = events.sqs_record(events.order())
     account.stock_up(SKU_RED_MUG=5, SKU_TEA_100G=3)
-    with faults("put_item", "ThrottlingException", table=account.shipments_table, times=MAX_ATTEMPTS, after_write=True):
+    with faults("transact_write_items", "ThrottlingException", table=account.shipments_table, times=MAX_ATTEMPTS,
+                after_write=True):
         outcome = SagaDriver(lambda_context).run(record, "arn:exec-1")
 
     # Then the saga fails and compensates all three steps, the shipment first
@@ -137,17 +137,17 @@ def test_the_saga_cancels_a_shipment_written_before_arrange_shipping_exhausted_i
     assert (account.stock("SKU-RED-MUG"), account.stock("SKU-TEA-100G")) == (5, 3)
 
 
-def test_a_redrive_after_the_cancellation_ships_again(account: Account, lambda_context: Any) -> None:
-    # Given attempt m-1's shipment was cancelled by its compensation
+def test_a_redrive_after_the_compensation_ships_again(account: Account, lambda_context: Any) -> None:
+    # Given attempt m-1 shipped, then its compensations cancelled, refunded and released (the order is handed over)
     first = events.sqs_record(events.order(), "m-1")
-    context = shipped(account, lambda_context, first)
-    cancel(lambda_context, first)
+    shipped(account, lambda_context, first)
+    SagaDriver(lambda_context).compensate(first, ARN, shipping_failed=True)
 
-    # When an operator redrive (new messageId m-2) reaches ArrangeShipping
-    redriven = {key: value for key, value in context.items() if key != "shipment"}
-    result = arrange_shipping({**redriven, "messageId": "m-2"}, lambda_context)
+    # When an operator redrive (new messageId m-2, same body) runs the saga
+    outcome = SagaDriver(lambda_context).run(events.sqs_record(events.order(), "m-2"), "arn:exec-redrive")
 
     # Then the order is shipped again, by the new attempt
+    assert outcome.status == "SUCCEEDED"
     shipment = account.shipment("ord-1001")
     assert shipment is not None and (shipment["status"], shipment["attemptId"]) == ("ARRANGED", "m-2")
-    assert result["shipment"]["attemptId"] == "m-2"
+    assert outcome.context is not None and outcome.context["shipment"]["attemptId"] == "m-2"

@@ -15,8 +15,8 @@ from tests.handlers.steps import ARN, reserved
 from tests.support import events
 
 
-def release(lambda_context: Any, record: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = handler(events.compensation_input(record), lambda_context)
+def release(lambda_context: Any, record: dict[str, Any], arn: str = ARN) -> dict[str, Any]:
+    result: dict[str, Any] = handler(events.compensation_input(record, arn), lambda_context)
     return result
 
 
@@ -89,7 +89,7 @@ def test_redrive_after_compensation_reserves_again_and_can_release_again(account
     stored = account.reservation("ord-1001")
     assert stored is not None and (stored["status"], stored["attemptId"]) == ("RESERVED", "m-2")
     # And if the redriven attempt fails too, its own compensation returns the stock once more
-    assert release(lambda_context, redriven) == {"status": "RELEASED"}
+    assert release(lambda_context, redriven, "arn:redrive") == {"status": "RELEASED"}
     assert (account.stock("SKU-RED-MUG"), account.stock("SKU-TEA-100G")) == (5, 3)
 
 
@@ -113,3 +113,23 @@ def test_a_hard_failure_is_compensation_failed(account: Account, lambda_context:
     with faults("transact_write_items", "ValidationException"), pytest.raises(CompensationFailed):
         release(lambda_context, record)
     assert account.stock("SKU-RED-MUG") == 3
+
+
+def test_a_duplicate_execution_that_does_not_own_the_order_releases_nothing(
+    account: Account, lambda_context: Any
+) -> None:
+    # Given execution ARN reserved message m-1; a second execution of the same message died before its claim
+    record = events.sqs_record(events.order(), "m-1")
+    reserved(account, lambda_context, record)
+
+    # When the second execution's ReleaseInventory runs for the same messageId
+    result = release(lambda_context, record, "arn:aws:states:us-east-1:123456789012:execution:OrderSaga:twin")
+
+    # Then nothing is returned to stock: the reservation belongs to the execution that owns the order
+    assert result == {"status": "NOTHING_TO_RELEASE"}
+    assert (account.stock("SKU-RED-MUG"), account.stock("SKU-TEA-100G")) == (3, 2)
+    stored = account.reservation("ord-1001")
+    assert stored is not None and stored["status"] == "RESERVED"
+    # And the owner's own release still works afterwards (the twin's "nothing" is not replayed to it)
+    assert release(lambda_context, record) == {"status": "RELEASED"}
+    assert account.order("ord-1001")["status"] == "COMPENSATED"  # type: ignore[index]

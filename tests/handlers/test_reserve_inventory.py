@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from common.errors import DuplicateDelivery, InvalidOrder, OutOfStock, TransientError
+from common.errors import DuplicateDelivery, DuplicateOrder, InvalidOrder, OrderConflict, OutOfStock, TransientError
 from reserve_inventory.handler import handler
 from tests.handlers.account import Account
 from tests.handlers.saga import emitted_metrics, faults
@@ -131,17 +131,50 @@ def test_second_execution_for_the_same_message_is_a_duplicate_delivery(
     assert emitted_metrics(capsys.readouterr().out)["DuplicateDeliveries"] == 1
 
 
-def test_same_order_sent_twice_by_the_producer_reserves_once(account: Account, lambda_context: Any) -> None:
-    # Given the order was reserved by a first message
+def test_same_order_sent_twice_by_the_producer_ends_the_second_as_a_duplicate_order(
+    account: Account, lambda_context: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the order was reserved by a first message, whose attempt is still in flight
     account.stock_up(SKU_RED_MUG=5, SKU_TEA_100G=3)
     reserve(lambda_context, events.sqs_record(events.order(), message_id="m-1"), ARN)
 
     # When the producer sends the same order again (a new messageId, a new execution)
-    result = reserve(lambda_context, events.sqs_record(events.order(), message_id="m-2"), OTHER_ARN)
+    with pytest.raises(DuplicateOrder, match="owned by message m-1"):
+        reserve(lambda_context, events.sqs_record(events.order(), message_id="m-2"), OTHER_ARN)
 
-    # Then the domain guard returns the existing reservation instead of taking stock twice
-    assert result["reservation"]["attemptId"] == "m-1"
+    # Then the second attempt takes nothing and the ledger still names the first as the owner
     assert (account.stock("SKU-RED-MUG"), account.stock("SKU-TEA-100G")) == (3, 2)
+    entry = account.order("ord-1001")
+    assert entry is not None and (entry["attemptId"], entry["status"]) == ("m-1", "ACTIVE")
+    assert emitted_metrics(capsys.readouterr().out)["DuplicateOrders"] == 1
+
+
+def test_same_order_id_with_another_body_is_refused_as_a_conflict(
+    account: Account, lambda_context: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the order was received once
+    account.stock_up(SKU_RED_MUG=5, SKU_TEA_100G=3)
+    reserve(lambda_context, events.sqs_record(events.order(), message_id="m-1"), ARN)
+
+    # When the same orderId arrives with more items
+    changed = events.order(items=[{"sku": "SKU-RED-MUG", "quantity": 3}])
+    with pytest.raises(OrderConflict, match="different body"):
+        reserve(lambda_context, events.sqs_record(changed, message_id="m-2"), OTHER_ARN)
+
+    # Then nothing more is taken and the first body stays the order's
+    assert (account.stock("SKU-RED-MUG"), account.stock("SKU-TEA-100G")) == (3, 2)
+    entry = account.order("ord-1001")
+    assert entry is not None and entry["attemptId"] == "m-1"
+    assert emitted_metrics(capsys.readouterr().out)["OrderConflicts"] == 1
+
+
+def test_the_same_body_in_another_key_order_is_the_same_order(account: Account, lambda_context: Any) -> None:
+    account.stock_up(SKU_RED_MUG=5, SKU_TEA_100G=3)
+    reserve(lambda_context, events.sqs_record(events.order(), message_id="m-1"), ARN)
+    reordered = dict(reversed(list(events.order().items())))
+
+    with pytest.raises(DuplicateOrder):
+        reserve(lambda_context, events.sqs_record(reordered, message_id="m-2"), OTHER_ARN)
 
 
 @pytest.mark.parametrize(

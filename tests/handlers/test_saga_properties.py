@@ -55,7 +55,7 @@ def fault_for(plan: str, account: Account) -> tuple[str, str, str, int, bool] | 
     operation, table = {
         "reserve": ("transact_write_items", account.inventory_table),
         "charge": ("put_item", account.payments_table),
-        "ship": ("put_item", account.shipments_table),
+        "ship": ("transact_write_items", account.shipments_table),
     }[step]
     times = 1 if mode == "recovers" else MAX_ATTEMPTS
     return operation, "ThrottlingException", table, times, when == "after"

@@ -40,9 +40,10 @@ def reserve_input(record: dict[str, Any], execution_arn: str | None = None) -> d
     return event
 
 
-def compensation_input(record: dict[str, Any]) -> dict[str, Any]:
-    """The RefundPayment / ReleaseInventory task input: ``$$.Execution.Input[0]`` as ``record``."""
-    return {"record": record}
+def compensation_input(record: dict[str, Any], execution_arn: str | None = None) -> dict[str, Any]:
+    """A compensation's task input: ``$$.Execution.Input[0]`` as ``record``, ``$$.Execution.Id`` as executionArn
+    (by default the execution of the canonical ReserveInventory input)."""
+    return {"record": record, "executionArn": execution_arn or load("reserve_inventory_input")["executionArn"]}
 
 
 def invalid_bodies() -> list[tuple[str, str]]:
