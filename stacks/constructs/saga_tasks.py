@@ -37,12 +37,12 @@ class TaskSpec:
 
 
 TASKS = (
-    TaskSpec("ReserveInventory", "reserve_inventory", ("Inventory", "Reservations", "Deliveries")),
+    TaskSpec("ReserveInventory", "reserve_inventory", ("Inventory", "Reservations", "Deliveries", "Orders")),
     TaskSpec("ChargePayment", "charge_payment", ("Payments",)),
-    TaskSpec("ArrangeShipping", "arrange_shipping", ("Shipments",)),
-    TaskSpec("CancelShipment", "cancel_shipment", ("Shipments",)),
-    TaskSpec("RefundPayment", "refund_payment", ("Payments",)),
-    TaskSpec("ReleaseInventory", "release_inventory", ("Inventory", "Reservations")),
+    TaskSpec("ArrangeShipping", "arrange_shipping", ("Shipments", "Orders")),
+    TaskSpec("CancelShipment", "cancel_shipment", ("Shipments", "Orders")),
+    TaskSpec("RefundPayment", "refund_payment", ("Payments", "Orders")),
+    TaskSpec("ReleaseInventory", "release_inventory", ("Inventory", "Reservations", "Orders")),
 )
 
 # Table construct id -> (partition key, TTL attribute or None).
@@ -52,6 +52,8 @@ TABLES: dict[str, tuple[str, str | None]] = {
     "Payments": ("pk", None),
     "Shipments": ("orderId", None),
     "Deliveries": ("messageId", "expiresAt"),
+    # The order ledger: which attempt owns each order's effects (docs/handlers.md, "Ownership across attempts").
+    "Orders": ("orderId", None),
     "Idempotency": ("id", "expiration"),
 }
 
