@@ -3,13 +3,16 @@ exactly once, successes are not announced, and the saga's books balance."""
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import boto3
 import pytest
+from botocore.config import Config
 
 from offline.accounting import Ledger, Place, account
 from offline.faults import Fault, FaultKind
@@ -17,10 +20,13 @@ from offline.invariants import saga_violations
 from offline.orders import OrderKind, SampleOrder, make_order, seed_inventory
 from offline.pipe import DuplicateTiming
 from offline.rehearsal import Rehearsal
+from ops.records import Selection
+from ops.redrive import Action, RedriveRequest, redrive_failures
 from stacks.constructs.saga_tasks import TASKS
 from tests.support.matrix_checks import (
     announced_twice,
     failure_record_twice,
+    failure_records,
     held_send_completed_after_abort,
     one_order_unannounced_by_sns,
     start_response_lost_ran_twice,
@@ -192,3 +198,34 @@ def test_the_matrix_covers_every_fault_kind() -> None:
     assert {mode.hold_target for mode in MODES if mode.hold_first} - TASK_NAMES  # a service call is held too
     assert any(f.target == "AlertsTopic" and f.order_id for mode in MODES for f in mode.faults)
     assert len(MODES) >= 21
+
+
+@pytest.mark.parametrize(("kind", "action", "left_in_dlq"), [(FaultKind.UNAVAILABLE, Action.SENT_NOT_DELETED, 1),
+                                                              (FaultKind.RESPONSE_LOST, Action.REDRIVEN, 0)],
+                         ids=["delete refused", "delete response lost"])
+def test_an_operator_redrive_whose_delete_message_fails(cloud_assembly: Path, kind: FaultKind, action: Action,
+                                                        left_in_dlq: int) -> None:
+    """DeleteMessage on the failure DLQ fails under `ff-ops failures redrive` (after botocore's own retry): refused,
+    the record stays in the DLQ beside its copy in the source queue; its response lost, the retry finds it deleted."""
+
+    def redrive(aws: Rehearsal) -> None:
+        aws.faults.add(Fault("FailureDlqDelete", kind, times=None if kind is FaultKind.UNAVAILABLE else 1,
+                             order_id=DECLINED))
+        retries = Config(retries={"mode": "standard", "max_attempts": 2})  # botocore: 2 retries after the first
+        sqs = boto3.client("sqs", region_name=aws.region, config=retries)
+        report = redrive_failures(sqs, aws.outputs["FailureDlqUrl"], aws.outputs["SourceQueueUrl"],
+                                  RedriveRequest(Selection(order_ids=frozenset({DECLINED or ""})), wait_seconds=0))
+
+        (outcome,) = report.outcomes
+        assert outcome.action is action and outcome.new_message_id is not None
+        assert aws.faults.fired("FailureDlqDelete") == (3 if kind is FaultKind.UNAVAILABLE else 1)
+        assert len(failure_records(aws, DECLINED)) == left_in_dlq
+        assert [json.loads(m["Body"])["orderId"] for m in aws.messages("SourceQueueUrl")] == [DECLINED]
+        # The copy runs, is declined again, and is recorded and announced once, like any failure.
+        aws.faults.clear()
+        aws.run()
+        ledger = account(aws, [outcome.new_message_id])
+        assert ledger.balanced and ledger.counts() == {Place.FAILURE_DLQ.value: 1}
+        assert len(failure_records(aws, DECLINED)) == left_in_dlq + 1
+
+    run_mode(cloud_assembly, MODES[0], after=redrive)
