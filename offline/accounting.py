@@ -116,10 +116,11 @@ def account(aws: Rehearsal, message_ids: list[str]) -> Ledger:
 def _count_announcements(aws: Rehearsal, by_arn: dict[str, Execution], fates: dict[str, MessageFate]) -> None:
     """An announcement names its execution; the execution's input names the message.
 
-    An alert the rule could not deliver lands in the rule's target DLQ, whose alarm (RuleTargetDlqNotEmpty)
-    announces it instead; the rehearsal does not evaluate alarms, so it counts the DLQ entry.
+    An alert the rule could not hand to its announcer lands in the rule's target DLQ (alarm RuleTargetDlqNotEmpty);
+    one the announcer could not publish fails its execution (alarm AnnouncementsFailed), its event kept in the
+    failure-events queue. Those alarms announce it instead; the rehearsal does not evaluate alarms, so it counts them.
     """
-    undelivered = [d.payload for d in aws.bus.deliveries if not d.delivered and d.target_arn.startswith("arn:aws:sns:")]
+    undelivered = [d.payload for d in aws.bus.deliveries if d.alert_lost]
     for text in [text for _subject, text in aws.notifications()] + undelivered:
         for arn in set(_EXECUTION_ARN.findall(text)):
             found = by_arn.get(arn)

@@ -2,16 +2,21 @@
 
 moto's Step Functions emits no EventBridge events, so the rehearsal builds the event when an execution ends,
 shaped as AWS documents it (https://docs.aws.amazon.com/step-functions/latest/dg/eventbridge-integration.html),
-evaluates each rule's pattern with moto's EventPattern matcher, and delivers to the rule's SNS and SQS targets,
-applying the input transformer (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_InputTransformer.html).
-A target that refuses the event sends it to the target's DLQ, as EventBridge does once its retries are spent.
+evaluates each rule's pattern with moto's EventPattern matcher, and delivers to the rule's SNS, SQS and Step
+Functions targets, applying the input transformer
+(https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_InputTransformer.html). A state machine target gets
+StartExecution with the event as input, as EventBridge calls it; for an Express target the bus also waits for the
+execution to end, so an announcement it publishes is there when the run ends. A target that refuses the event sends it
+to the target's DLQ, as EventBridge does once its retries are spent.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +24,9 @@ from typing import Any
 from moto.events.models import EventPattern
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
+# How long the bus waits for an Express target's execution (Express executions last at most 5 minutes; here the
+# retry waits are compressed, so an announcement ends in well under a second).
+EXPRESS_WAIT_SECONDS = 30.0
 _PLACEHOLDER = re.compile(r"<([A-Za-z0-9_.-]+)>")
 
 
@@ -33,11 +41,22 @@ class RuleDefinition:
 
 @dataclass
 class Delivery:
+    """One event handed to one target. `delivered` is EventBridge's view (the target accepted it); for a state
+    machine target `execution` is what its execution ended as (a DescribeExecution response)."""
+
     rule: str
     target_arn: str
     event: dict[str, Any]
     payload: str
     delivered: bool
+    execution: dict[str, Any] | None = None
+
+    @property
+    def alert_lost(self) -> bool:
+        """An announcement that never reached the alerts topic: refused by an SNS or state machine target, or
+        started but ended without publishing."""
+        refused = not self.delivered and self.target_arn.startswith(("arn:aws:sns:", "arn:aws:states:"))
+        return refused or (self.execution is not None and self.execution["status"] != "SUCCEEDED")
 
 
 @dataclass
@@ -49,6 +68,9 @@ class EventBus:
     sqs: Any
     queue_urls: dict[str, str]  # queue ARN -> URL
     faults: Any = None
+    sfn: Any = None  # Step Functions client, for state machine targets
+    # Called with each state machine target's finished execution (DescribeExecution), e.g. to publish its metrics.
+    on_execution_finished: Callable[[dict[str, Any]], None] | None = None
     deliveries: list[Delivery] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
 
@@ -69,17 +91,40 @@ class EventBus:
             try:
                 if arn.startswith("arn:aws:sns:"):
                     self.sns.publish(TopicArn=arn, Message=payload)
+                elif arn.startswith("arn:aws:states:"):
+                    execution_arn = self._start_execution(arn, payload)
                 else:
                     self.sqs.send_message(QueueUrl=self.queue_urls[arn], MessageBody=payload)
             except Exception:  # noqa: BLE001, S112 - a refused delivery is retried, then dead-lettered
                 continue
-            self.deliveries.append(Delivery(rule, arn, event, payload, delivered=True))
+            ended = self._finished(execution_arn) if arn.startswith("arn:aws:states:") else None
+            self.deliveries.append(Delivery(rule, arn, event, payload, delivered=True, execution=ended))
             return
         dlq = target.get("DeadLetterConfig", {}).get("Arn")
         if dlq is None:
             raise RuntimeError(f"rule {rule} could not deliver to {arn} and has no DLQ")
         self.sqs.send_message(QueueUrl=self.queue_urls[dlq], MessageBody=json.dumps(event))
         self.deliveries.append(Delivery(rule, arn, event, payload, delivered=False))
+
+    def _start_execution(self, state_machine_arn: str, payload: str) -> str:
+        """StartExecution as EventBridge calls it; a fault on "StartAnnouncement" refuses it (e.g. AccessDenied)."""
+        if self.faults is not None and self.faults.take("StartAnnouncement", payload) is not None:
+            raise RuntimeError("StartExecution refused (injected)")
+        started = self.sfn.start_execution(stateMachineArn=state_machine_arn, input=payload,
+                                           name=f"event-{uuid.uuid4().hex}")
+        return str(started["executionArn"])
+
+    def _finished(self, execution_arn: str) -> dict[str, Any]:
+        deadline = time.monotonic() + EXPRESS_WAIT_SECONDS
+        while True:
+            described: dict[str, Any] = self.sfn.describe_execution(executionArn=execution_arn)
+            if described["status"] != "RUNNING":
+                if self.on_execution_finished is not None:
+                    self.on_execution_finished(described)
+                return described
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{execution_arn} still running after {EXPRESS_WAIT_SECONDS} s")
+            time.sleep(0.005)
 
 
 def status_change_event(execution: dict[str, Any], account: str, region: str) -> dict[str, Any]:

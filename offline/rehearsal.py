@@ -105,10 +105,11 @@ class Rehearsal:
             self._uninstall_service_faults = install_service_faults(self.faults, self.outputs, ACCOUNT, self.region)
             self._uninstall_client_cache = client_cache.install()
             self.pipe = PipeEmulator(self._pipe_definition(queue_urls), self.sqs, self.sfn, self.faults, self.region)
-            self.bus = EventBus(self._rules(), self.sns, self.sqs, queue_urls)
+            self.bus = EventBus(self._rules(), self.sns, self.sqs, queue_urls, faults=self.faults, sfn=self.sfn)
             self.metrics = ServiceMetrics(self.cloudwatch, self.runtime, self.pipe, self.bus,
                                           function_names=task_names, queue_urls=queue_urls.values(),
                                           account=ACCOUNT, region=self.region)
+            self.bus.on_execution_finished = self.metrics.execution_finished  # the announcer's AWS/States data
             if self._execution_timeout is not None:
                 self.set_execution_timeout(self._execution_timeout)
         except BaseException:

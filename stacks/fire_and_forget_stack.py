@@ -76,6 +76,7 @@ class FireAndForgetStack(Stack):
                 rule=execution_events.rule,
                 functions=dict(tasks.functions),
                 undelivered_alerts=failure.undelivered_alerts,
+                announcer=execution_events.announcer,
             ),
         )
         operator = OperatorPolicy(

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import Duration, Fn
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from stacks.compliance import acknowledge
 from stacks.config import AppConfig
-from stacks.constructs.defaults import dead_letter_queue
+from stacks.constructs.defaults import dead_letter_queue, state_machine_log_group
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 TARGET_RETRY_ATTEMPTS = 185  # EventBridge's maximum; with the 24 h event age this rides out long outages
@@ -53,21 +56,16 @@ def pattern_property(pattern: dict[str, Any], variables: dict[str, str]) -> str:
     return Fn.sub(json.dumps(pattern, separators=(",", ":")), variables)
 
 
-ALERT_TEMPLATE = """Order saga execution {status}, and HandleFailure did not announce it.
-The execution's input still holds the original SQS message.
-
-Status: {status}
-Error: {error}
-Cause: {cause}
-Execution: {execution}
-Started: {started}
-Console: https://console.aws.amazon.com/states/home?region={region}#/v2/executions/details/{execution}
-
-Redrive with: ff-ops executions redrive --execution-arn {execution}"""
+ANNOUNCER_ASL = Path(__file__).resolve().parents[2] / "statemachines" / "announce_execution_failure.asl.json"
 
 
 class ExecutionEvents(Construct):
-    """Rule on the saga's status changes, to the alerts topic (readable text) and the failure-events queue."""
+    """Rule on the saga's status changes, to the announcer and the failure-events queue.
+
+    The announcer is an Express state machine rather than an SNS target: an input transformer can only publish one
+    text to every subscriber, while the announcement must be plain text in e-mail and a custom-notification card in
+    Slack, which takes Publish's MessageStructure "json". `.announcer` is exposed for alarms.
+    """
 
     def __init__(
         self,
@@ -99,19 +97,10 @@ class ExecutionEvents(Construct):
                 {"StateMachineArn": state_machine.state_machine_arn},
             ),
         )
-        field = events.EventField.from_path
-        message = ALERT_TEMPLATE.format(
-            status=field("$.detail.status"),
-            error=field("$.detail.error"),
-            cause=field("$.detail.cause"),
-            execution=field("$.detail.executionArn"),
-            started=field("$.detail.startDate"),
-            region=field("$.region"),
-        )
+        self.announcer = self._announcer(config, key, alerts_topic)
         self.rule.add_target(
-            targets.SnsTopic(
-                alerts_topic,
-                message=events.RuleTargetInput.from_multiline_text(message),
+            targets.SfnStateMachine(
+                self.announcer,
                 dead_letter_queue=self.target_dlq,
                 retry_attempts=TARGET_RETRY_ATTEMPTS,
                 max_event_age=TARGET_MAX_EVENT_AGE,
@@ -125,3 +114,31 @@ class ExecutionEvents(Construct):
                 max_event_age=TARGET_MAX_EVENT_AGE,
             )
         )
+
+    def _announcer(self, config: AppConfig, key: kms.IKey, alerts_topic: sns.ITopic) -> sfn.StateMachine:
+        """AnnounceExecutionFailure: formats the event and publishes it once, per protocol, to the alerts topic."""
+        announcer = sfn.StateMachine(
+            self,
+            "AnnounceExecutionFailure",
+            state_machine_type=sfn.StateMachineType.EXPRESS,
+            # Inline, like the saga's: from_file would make it an S3 asset.
+            definition_body=sfn.DefinitionBody.from_string(ANNOUNCER_ASL.read_text(encoding="utf-8")),
+            definition_substitutions={
+                "AlertsTopicArn": alerts_topic.topic_arn,
+                "EnvironmentName": config.environment_name,
+            },
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=state_machine_log_group(self, "AnnouncerLogs", config=config),
+                level=sfn.LogLevel.ALL,
+                include_execution_data=config.include_execution_data,
+            ),
+        )
+        announcer.add_to_role_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=[alerts_topic.topic_arn]))
+        key.grant(announcer, "kms:GenerateDataKey", "kms:Decrypt")  # Publish to the SSE-KMS topic
+        acknowledge(
+            announcer, "AwsSolutions-IAM5[Resource::*]",
+            "Only the CloudWatch Logs vended-delivery actions (logs:CreateLogDelivery and friends) and X-Ray "
+            "trace writes, which AWS requires on Resource '*'.",
+        )
+        return announcer

@@ -123,6 +123,11 @@ class Monitoring(Construct):
                     "The failure rule could not deliver a status-change event to a target after its retries.")
         self._alarm("RuleTargetDlqNotEmpty", queue_depth(r.rule_target_dlq, period, "RuleTargetDlq"), 1,
                     "Failure announcements the rule could not deliver wait in its target DLQ.")
+        if r.announcer is not None:
+            self._alarm("AnnouncementsFailed",
+                        r.announcer.metric_failed(statistic=cw.Stats.SUM, period=period, label="AnnouncementsFailed"),
+                        1, "AnnounceExecutionFailure could not publish an unannounced saga failure after its retries; "
+                        "the failure-events queue still holds the event.")
         if r.undelivered_alerts is not None:
             # Its own notification may fail like the alerts it counts; it still shows on the dashboard and in Slack.
             self._alarm("UndeliveredAlertsDlqNotEmpty", queue_depth(r.undelivered_alerts, period, "UndeliveredAlerts"),

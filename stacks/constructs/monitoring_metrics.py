@@ -56,6 +56,8 @@ class MonitoredResources:
     functions: dict[str, lambda_.IFunction]
     # Exists only when an e-mail or webhook subscription does: alerts SNS could not deliver.
     undelivered_alerts: sqs.IQueue | None = None
+    # The Express state machine that announces what the failure rule matched (ExecutionEvents.announcer).
+    announcer: sfn.IStateMachine | None = None
 
     def queues(self) -> dict[str, sqs.IQueue]:
         """Every queue by the name the runbook uses for it."""
