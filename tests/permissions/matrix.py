@@ -473,6 +473,9 @@ class MatrixBuilder:
                     lid = self.a.lid(value)
                     self.a.covered.add(("rule-target", f"{rule}.{lid}"))
                     kind = self.a.resources[lid]["Type"]
+                    if role_name == "target" and "RoleArn" in target:
+                        self._role_target(rule, target, lid, kind)
+                        continue
                     action, via = {
                         "AWS::SNS::Topic": ("sns:Publish", "sns"),
                         "AWS::SQS::Queue": ("sqs:SendMessage", "sqs"),
@@ -487,6 +490,32 @@ class MatrixBuilder:
                         via=via,
                         other_source=arn("events", "rule/AnotherRule"),
                     )
+
+    def _role_target(self, rule: str, target: dict[str, Any], lid: str, kind: str) -> None:
+        """A target EventBridge reaches through a role (a state machine): the trust, then the role's call."""
+        role = self.a.lid(target["RoleArn"])
+        self.a.covered.add(("role", role))
+        edge = f"rule {rule} target {lid} through {role}"
+        trust = self.a.resolver.resolve(self.a.props(role)["AssumeRolePolicyDocument"])
+        context = {"aws:SourceArn": self.a.att(rule), "aws:SourceAccount": ACCOUNT}
+        base = Check(
+            edge,
+            "events.amazonaws.com",
+            "sts:AssumeRole",
+            self.a.att(role),
+            True,
+            "the rule's target role",
+            context,
+            (),
+            trust,
+        )
+        self._add(base)
+        self._add(replace(base, principal="ec2.amazonaws.com", allowed=False, why="another service"))
+        action = {"AWS::StepFunctions::StateMachine": "states:StartExecution"}[kind]
+        self.role_call(edge, role, action, lid, self.a.att(lid, "Arn"))
+        for other in self.a.of_type(kind):
+            if other != lid:
+                self.denied(edge, role, action, self.a.att(other, "Arn"), "another state machine")
 
     def alarms(self) -> None:
         for kind in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm"):

@@ -41,7 +41,7 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "get_metric_data": [("cloudwatch:GetMetricData", "*")],
     "describe_pipe": [("pipes:DescribePipe", "PipeArn")],
 }
-# Not called by ops/ today, granted on purpose: reading an execution's history is the first step of the runbook.
+# Granted whether or not ops/ calls it: reading an execution's history is the first step of the runbook.
 GRANTED_BEYOND_OPS = {"get_execution_history": [("states:GetExecutionHistory", "execution")]}
 _CLIENT_CALL = re.compile(r"\b(?:sqs|_sqs|sfn|cloudformation|pipes|cloudwatch)\.(\w+)\(")
 _PAGINATOR = re.compile(r"get_paginator\(\"(\w+)\"\)")
