@@ -21,10 +21,13 @@ from ops.failures import DEFAULT_LIMIT, find_failures, list_failures
 from ops.options import selection
 from ops.records import Selection
 from ops.redrive import RedriveRequest, redrive_failures
+from ops.smoke import DEFAULT_POLL_SECONDS, DEFAULT_TIMEOUT_SECONDS, SmokeRequest, new_run_id, run_smoke, smoke_clients
+from ops.smoke_output import document as smoke_document
+from ops.smoke_output import render as render_smoke
 from ops.source_dlq import queue_arn, redrive_source_dlq
 from ops.stack import DeployedStack, find_stack
-from stacks.config import DEFAULT_STACK_NAME
 from ops.status import collect_status
+from stacks.config import DEFAULT_STACK_NAME
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Inspect the Fire-and-Forget stack's failures and redrive them without losing a message.")
@@ -216,6 +219,29 @@ def executions_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Regio
             render.executions_summary(out, outcomes, dry_run)
         code = ExitCode.OK if report.executions_complete(outcomes) else ExitCode.INCOMPLETE
         return code, report.executions_redrive(stack.name, arn, dry_run, outcomes)
+
+    _run(stack_name, region, profile, as_json, body)
+
+
+@app.command()
+def smoke(stack_name: Annotated[str, typer.Option("--stack", "--stack-name", envvar="FF_STACK_NAME",
+                                                  help="CloudFormation stack name.")] = DEFAULT_STACK_NAME,
+          region: Region = None, profile: Profile = None, as_json: AsJson = False,
+          timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for every outcome.")]
+          = DEFAULT_TIMEOUT_SECONDS,
+          poll_seconds: Annotated[float, typer.Option(min=0.0, help="Seconds between two looks.")]
+          = DEFAULT_POLL_SECONDS,
+          country: Annotated[str, typer.Option(help="A served country for the valid order (ISO 3166 alpha-2).")]
+          = "US") -> None:
+    """Send a valid, an invalid and a compensated order; check each outcome; remove what the run created."""
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        request = SmokeRequest(new_run_id(), timeout_seconds=timeout, poll_seconds=poll_seconds,
+                               country=country.upper())
+        result = run_smoke(smoke_clients(clients, profile), stack, request)
+        if not as_json:
+            render_smoke(out, result)
+        return (ExitCode.OK if result.passed else ExitCode.CHECK_FAILED), smoke_document(stack.name, result)
 
     _run(stack_name, region, profile, as_json, body)
 

@@ -27,6 +27,7 @@ class ExitCode(IntEnum):
     AWS_ERROR = 7  # any other AWS error
     INCOMPLETE = 8  # the command ran, but some selected items were left where they were (see its summary)
     NOT_FOUND = 9  # nothing matched what was asked for (failures show)
+    CHECK_FAILED = 10  # smoke: a check of the deployment failed (see its table)
 
 
 class OpsError(Exception):
