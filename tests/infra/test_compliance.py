@@ -74,9 +74,12 @@ def test_acknowledgments_are_few_scoped_and_reasoned() -> None:
     expected = (
         {(f"SagaTasks/{f}Function", "Serverless::Serverless-LambdaDLQ") for f in functions}
         | {(f"SagaTasks/{f}Role", "AwsSolutions::AwsSolutions-IAM5[Resource::*]") for f in functions}
+        | {(f"SagaTasks/{f}Function", rule) for f in functions
+           for rule in ("AwsSolutions::AwsSolutions-L1", "Serverless::Serverless-LambdaLatestVersion")}
         | {(f"SagaTasks/{f}Role", f"AwsSolutions::AwsSolutions-IAM5[Action::{action}]")
            for f in functions for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*")}
-        | {("OrderSaga/StateMachine", "AwsSolutions::AwsSolutions-IAM5[Resource::*]")}
+        | {(sm, "AwsSolutions::AwsSolutions-IAM5[Resource::*]")
+           for sm in ("OrderSaga/StateMachine", "ExecutionEvents/AnnounceExecutionFailure")}
         | {(q, "AwsSolutions::AwsSolutions-SQS3") for q in queues}
         | {(q, "Serverless::Serverless-SQSRedrivePolicy") for q in queues}
         | {("OperatorPolicy/Policy", f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]") for resource in (

@@ -53,17 +53,17 @@ def test_rule_announces_exactly_what_handle_failure_did_not(pattern: EventPatter
 
 
 def test_rule_sends_readable_alerts_and_keeps_every_event(template: dict[str, Any], rule: dict[str, Any]) -> None:
-    topic_id, _ = one(template, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")
+    announcer_id, announcer = one(template, "AWS::StepFunctions::StateMachine", "ExecutionEventsAnnounceExecutionFailure")
     queue_id, _ = one(template, "AWS::SQS::Queue", "ExecutionEventsFailureEventsQueue")
     dlq_id, _ = one(template, "AWS::SQS::Queue", "ExecutionEventsTargetDlq")
     targets = {ref_or_att(t["Arn"]): t for t in rule["Targets"]}
-    assert set(targets) == {topic_id, queue_id}
+    assert set(targets) == {announcer_id, queue_id}
     for target in targets.values():
         assert ref_or_att(target["DeadLetterConfig"]["Arn"]) == dlq_id
         assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 86400, "MaximumRetryAttempts": 185}
-    transformer = targets[topic_id]["InputTransformer"]
-    assert set(transformer["InputPathsMap"].values()) >= {
-        "$.detail.status", "$.detail.error", "$.detail.cause", "$.detail.executionArn", "$.region",
-    }
-    assert "console.aws.amazon.com/states/home" in transformer["InputTemplate"]
+    # The announcer gets the whole event and formats it per channel (tests/infra/test_service_rules.py).
+    assert "InputTransformer" not in targets[announcer_id] and "Input" not in targets[announcer_id]
+    assert announcer["Properties"]["StateMachineType"] == "EXPRESS"
+    assert announcer["Properties"]["TracingConfiguration"] == {"Enabled": True}
+    assert announcer["Properties"]["LoggingConfiguration"]["Level"] == "ALL"
     assert "InputTransformer" not in targets[queue_id]  # the queue keeps the whole event for later processing

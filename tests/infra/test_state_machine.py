@@ -157,7 +157,9 @@ def test_handle_failure_saves_then_announces_then_fails(states: dict[str, Any], 
     assert {"record.$", "failure.$", "compensation.$", "manualRepair.$", "executionArn.$", "failedAt.$"} <= set(body)
     assert body["record.$"] == "$$.Execution.Input[0]"  # the raw SQS record: messageId and body
     assert handle["Retry"][0]["MaxAttempts"] >= 3
-    notify = states[handle["Next"]]
+    alert = states[handle["Next"]]  # FormatFailureAlert builds the per-channel message
+    assert (alert["Type"], alert["ResultPath"]) == ("Pass", "$.alert")
+    notify = states[alert["Next"]]
     assert notify["Resource"] == "arn:aws:states:::sns:publish"
     assert notify["Retry"][0]["MaxAttempts"] >= 3
     end = states[notify["Next"]]
