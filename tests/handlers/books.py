@@ -1,0 +1,85 @@
+"""The books of one explored run, read from the raw tables and the run's DLQ and alerts.
+
+Deliberately independent: it shares no code with the handlers (no adapter, no status constant) nor with
+offline/accounting.py. It reads DynamoDB JSON itself and states each rule as the issue words it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from tests.handlers.explorer import Run
+
+IGNORED_ENDS = {"DuplicateDeliveryIgnored", "DuplicateFailureIgnored"}
+SUCCEEDED_END = "ArrangeShipping"
+
+
+def _rows(client: Any, table: str) -> list[dict[str, Any]]:
+    items = client.scan(TableName=table, ConsistentRead=True)["Items"]
+    return [{key: next(iter(value.values())) for key, value in item.items()} for item in items]
+
+
+def check_books(run: Run, client: Any, tables: dict[str, str], initial: dict[str, int]) -> None:
+    """Raise AssertionError naming the broken rule, the schedule and the faults."""
+    where = f"schedule={run.schedule} faults={run.faults} ends={[(e.attempt.label, e.end) for e in run.executions]}"
+    started = [execution for execution in run.executions if execution.started]
+    assert all(e.end is not None for e in started), f"an execution did not end: {where}"
+    by_attempt = {e.attempt.message_id: e.attempt for e in started}
+    shipments = _rows(client, tables["shipments"])
+    charges = [row for row in _rows(client, tables["payments"]) if row["pk"].startswith("ORDER#")]
+    reservations = _rows(client, tables["reservations"])
+    stock = {row["sku"]: int(row["available"]) for row in _rows(client, tables["inventory"])}
+    manual = any(entry["manualRepair"] for entry in run.dlq)
+    uncaught = [e for e in started if e.end and e.end.startswith("Uncaught")]
+    assert not uncaught, f"an error escaped every Catch: {where}"
+
+    shipped = [row for row in shipments if row["status"] == "ARRANGED"]
+    assert len(shipped) <= 1, f"shipped twice: {shipped} {where}"
+    shipper = shipped[0]["attemptId"] if shipped else None
+
+    if not manual:
+        # No shipment without its charge, by the same attempt.
+        if shipper is not None:
+            assert [c["attemptId"] for c in charges if c["status"] == "CHARGED"] == [shipper], (
+                f"shipment without its charge: {charges} {where}"
+            )
+        # Every charge of an order that did not ship is refunded.
+        for charge in charges:
+            assert charge["status"] != "CHARGED" or charge["attemptId"] == shipper, (
+                f"charge of an order that did not ship is not refunded: {charge} {where}"
+            )
+        # Stock reserved equals the stock of live orders (the shipped one), and only it holds a reservation.
+        held = [r for r in reservations if r["status"] == "RESERVED"]
+        assert [r["attemptId"] for r in held] == ([shipper] if shipper else []), (
+            f"reservations held {held} but shipped by {shipper}: {where}"
+        )
+        taken: Counter[str] = Counter()
+        if shipper is not None:
+            for line in by_attempt[shipper].body["items"]:
+                taken[line["sku"]] += line["quantity"]
+        for sku, units in initial.items():
+            assert stock.get(sku) == units - taken[sku], (
+                f"stock of {sku}: {stock.get(sku)}, expected {units - taken[sku]}: {where}"
+            )
+
+    # Every message in exactly one place: succeeded, the failure DLQ, or ignored as a duplicate.
+    placed = 0
+    for message_id in by_attempt:
+        runs = [e for e in started if e.attempt.message_id == message_id]
+        succeeded = sum(1 for e in runs if e.end == SUCCEEDED_END)
+        in_dlq = sum(1 for entry in run.dlq if entry["record"]["messageId"] == message_id)
+        places = succeeded + in_dlq
+        assert places == 1 or (places == 0 and all(e.end in IGNORED_ENDS for e in runs)), (
+            f"message {message_id} is in {places} places ({succeeded} succeeded, {in_dlq} in the DLQ): {where}"
+        )
+        placed += places
+        # Every failure announced once, and nothing else announced.
+        announced = sum(1 for arn in run.announcements if arn in {e.arn for e in runs})
+        assert announced == in_dlq, f"message {message_id}: {announced} alerts for {in_dlq} failures: {where}"
+        if succeeded:
+            assert shipper == message_id, f"{message_id} succeeded but {shipper} shipped: {where}"
+    assert placed >= 1, f"every message of the order was ignored: the order is nowhere: {where}"
+    # A good order with no fault succeeds.
+    if not run.faults:
+        assert shipper is not None, f"a good order without faults did not ship: {where}"

@@ -1,0 +1,176 @@
+"""Proof by exploration: every interleaving of two or three attempts of one order, with a fault at any step.
+
+Attempts: a producer's resend (same body, new message), a duplicate SQS delivery (same message, second execution,
+arriving at any point), redrive copies of a failed message (an interrupted `ff-ops failures redrive` sends two), and
+a conflicting resend (same orderId, another body). Bound of the suite: two attempts, or the original plus two redrive
+copies, and at most one fault per run. `make explore` runs three attempts and two faults (EXPLORE_FAULTS=2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from moto.dynamodb.models import dynamodb_backends
+
+from arrange_shipping.handler import handler as arrange_shipping
+from cancel_shipment.handler import handler as cancel_shipment
+from charge_payment.handler import handler as charge_payment
+from refund_payment.handler import handler as refund_payment
+from release_inventory.handler import handler as release_inventory
+from reserve_inventory.handler import handler as reserve_inventory
+from tests.handlers.account import Account
+from tests.handlers.books import check_books
+from tests.handlers.conftest import FakeLambdaContext, emulated_account
+from tests.handlers.explorer import (
+    ASL_FILE,
+    DISTINCT_FAULTS,
+    Attempt,
+    Explorer,
+    Fault,
+    Run,
+    World,
+    quiet_handlers,
+)
+from tests.support import events
+
+HANDLERS = {
+    "ReserveInventory": reserve_inventory,
+    "ChargePayment": charge_payment,
+    "ArrangeShipping": arrange_shipping,
+    "CancelShipment": cancel_shipment,
+    "RefundPayment": refund_payment,
+    "ReleaseInventory": release_inventory,
+}
+STOCK = {"SKU-A": 5, "SKU-B": 5}
+ORDER = events.order(orderId="ord-x", items=[{"sku": "SKU-A", "quantity": 2}, {"sku": "SKU-B", "quantity": 1}])
+CONFLICTING = {**ORDER, "items": [{"sku": "SKU-A", "quantity": 3}]}
+
+SCENARIOS: dict[str, list[Attempt]] = {
+    "resend": [Attempt("first", "m-1", ORDER), Attempt("resend", "m-2", ORDER)],
+    "duplicate-delivery": [Attempt("first", "m-1", ORDER), Attempt("twin", "m-1", ORDER)],
+    "interrupted-redrive": [
+        Attempt("first", "m-1", ORDER),
+        Attempt("redrive-1", "r-1", ORDER, after_failure_of="m-1"),
+        Attempt("redrive-2", "r-2", ORDER, after_failure_of="m-1"),
+    ],
+    "conflict": [Attempt("first", "m-1", ORDER), Attempt("conflict", "m-2", CONFLICTING)],
+}
+# Bench only (make explore): three attempts at once.
+LARGE_SCENARIOS: dict[str, list[Attempt]] = {
+    "resend-and-twin": [Attempt("first", "m-1", ORDER), Attempt("twin", "m-1", ORDER), Attempt("resend", "m-2", ORDER)],
+    "twin-and-redrive": [
+        Attempt("first", "m-1", ORDER),
+        Attempt("twin", "m-1", ORDER),
+        Attempt("redrive-1", "r-1", ORDER, after_failure_of="m-1"),
+    ],
+    "conflict-and-resend": [
+        Attempt("first", "m-1", ORDER),
+        Attempt("conflict", "m-2", CONFLICTING),
+        Attempt("resend", "m-3", ORDER),
+    ],
+}
+
+
+@contextmanager
+def exploring(
+    account: Account,
+    attempts: list[Attempt],
+    max_faults: int,
+    check: Any = None,
+    kinds: tuple[Fault, ...] = DISTINCT_FAULTS,
+) -> Iterator[Explorer]:
+    states = json.loads(ASL_FILE.read_text(encoding="utf-8"))["States"]
+    tables = {
+        "inventory": account.inventory_table,
+        "reservations": account.reservations_table,
+        "payments": account.payments_table,
+        "shipments": account.shipments_table,
+    }
+    backend = dynamodb_backends["123456789012"]["us-east-1"]
+    context = FakeLambdaContext()
+
+    def reset() -> None:
+        for table in backend.tables.values():
+            table.items.clear()
+        for sku, units in STOCK.items():
+            account.set_stock(sku, units)
+
+    def make_world() -> World:
+        return World(
+            states, HANDLERS, {"DeliveriesTableName": account.deliveries_table}, account.client, context, attempts
+        )
+
+    def books(run: Run) -> None:
+        check_books(run, account.client, tables, STOCK)
+        if check is not None:
+            check(run)
+
+    quiet_handlers()
+    yield Explorer(make_world, reset, max_faults, books, lambda: backend.tables, kinds)
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_every_interleaving_of_one_orders_attempts_keeps_the_books(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch, scenario: str
+) -> None:
+    seen: dict[str, int] = {"succeeded": 0, "dlq": 0, "faults": 0}
+
+    def tally(run: Run) -> None:
+        seen["succeeded"] += any(e.end == "ArrangeShipping" for e in run.executions)
+        seen["dlq"] += bool(run.dlq)
+        seen["faults"] += bool(run.faults)
+
+    with (
+        emulated_account(template, monkeypatch) as account,
+        exploring(account, SCENARIOS[scenario], max_faults=1, check=tally) as explorer,
+    ):
+        started = time.perf_counter()
+        runs = explorer.explore()
+        elapsed = time.perf_counter() - started
+
+    print(f"\n{scenario}: {runs} interleavings ({explorer.steps} steps) in {elapsed:.1f} s; {seen}", file=sys.stderr)
+    # The exploration reached both outcomes and the faulted runs, so the books were checked on each kind.
+    assert runs > 20
+    assert seen["succeeded"] > 0 and seen["dlq"] > 0 and seen["faults"] > 0
+
+
+def test_the_explorer_models_the_asl_it_reads() -> None:
+    # The payloads and ClaimFailure are evaluated from the ASL; these are the only paths the evaluator resolves.
+    states = json.loads(ASL_FILE.read_text(encoding="utf-8"))["States"]
+    for name in ("CancelShipment", "RefundPayment", "ReleaseInventory"):
+        assert states[name]["Parameters"]["Payload"] == {
+            "record.$": "$$.Execution.Input[0]",
+            "executionArn.$": "$$.Execution.Id",
+        }
+    assert states["ClaimFailure"]["Resource"].endswith(":dynamodb:putItem")
+    assert set(HANDLERS) == {n for n, s in states.items() if s.get("Resource", "").endswith(":lambda:invoke")}
+    assert {Fault.CRASH, Fault.LOST, Fault.EXHAUST} <= set(Fault)
+
+
+def explore_large(template: dict[str, Any], max_faults: int) -> dict[str, int]:
+    """For make explore: the three-attempt scenarios (and the suite's) with up to `max_faults` faults."""
+    counts = {}
+    with pytest.MonkeyPatch.context() as monkeypatch, emulated_account(template, monkeypatch) as account:
+        for name, attempts in {**SCENARIOS, **LARGE_SCENARIOS}.items():
+            with exploring(account, attempts, max_faults, kinds=tuple(Fault)) as explorer:
+                counts[name] = explorer.explore()
+    return counts
+
+
+if __name__ == "__main__":  # pragma: no cover - `make explore`
+    from tests.support.cdk import load_template, synthesize
+
+    faults = int(os.environ.get("EXPLORE_FAULTS", "2"))
+    directory = synthesize(__import__("pathlib").Path("cdk.out.explore"))
+    begun = time.perf_counter()
+    totals = explore_large(load_template(directory), faults)
+    for name, count in totals.items():
+        print(f"{name}: {count} interleavings")
+    print(f"total {sum(totals.values())} interleavings, up to {faults} faults, in {time.perf_counter() - begun:.0f} s")
