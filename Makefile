@@ -71,5 +71,11 @@ deploy: install ## deploy to the AWS account of your current credentials (needs 
 destroy: install ## delete the stack (retained tables, queues and key stay; see README)
 	$(CDK) destroy
 
+SMOKE_ARGS ?=
+
+.PHONY: smoke
+smoke: install ## check the deployed stack end to end: ff-ops smoke (STACK=<name>, SMOKE_ARGS="--timeout 600 --json")
+	$(RUN) ff-ops smoke $(if $(STACK),--stack $(STACK)) $(SMOKE_ARGS)
+
 clean: ## remove build outputs
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
