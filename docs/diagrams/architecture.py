@@ -8,7 +8,6 @@ shows but the template no longer has stops the script instead of drawing a stale
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -45,7 +44,6 @@ REQUIRED_OUTPUTS = (
 
 def synthesized_template() -> dict[str, Any]:
     """The stack's template from an in-process synth with cdk.json's context, as `cdk synth` would write it."""
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     sys.path.insert(0, str(REPO))
     from app import STACK_NAME, build_app
 

@@ -76,6 +76,8 @@ def test_acknowledgments_are_few_scoped_and_reasoned() -> None:
         | {(f"SagaTasks/{f}Role", "AwsSolutions::AwsSolutions-IAM5[Resource::*]") for f in functions}
         | {(f"SagaTasks/{f}Function", rule) for f in functions
            for rule in ("AwsSolutions::AwsSolutions-L1", "Serverless::Serverless-LambdaLatestVersion")}
+        | {(f"SagaTasks/{f}Function", rule) for f in functions
+           for rule in ("AwsSolutions::AwsSolutions-L1", "Serverless::Serverless-LambdaLatestVersion")}
         | {(f"SagaTasks/{f}Role", f"AwsSolutions::AwsSolutions-IAM5[Action::{action}]")
            for f in functions for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*")}
         | {(sm, "AwsSolutions::AwsSolutions-IAM5[Resource::*]")

@@ -12,8 +12,11 @@ from stacks.config import DEFAULT_STACK_NAME
 REPO = Path(__file__).resolve().parents[2]
 STACK_NAME = DEFAULT_STACK_NAME
 
-# jsii prints an end-of-life banner for Node 20 on every start; it says nothing about this project.
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+# jsii starts `node` from PATH: use the Node 22 `make install` put in .tools when the machine's is older, also
+# when pytest is run directly rather than through make (which puts it first on PATH itself).
+LOCAL_NODE_BIN = REPO / ".tools" / "node" / "bin"
+if (LOCAL_NODE_BIN / "node").exists() and str(LOCAL_NODE_BIN) not in os.environ["PATH"].split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join((str(LOCAL_NODE_BIN), os.environ["PATH"]))
 
 
 def cdk_context() -> dict[str, Any]:
