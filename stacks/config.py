@@ -27,6 +27,7 @@ PATTERN_HELP = {
     "stackName": "a CloudFormation stack name: a letter, then letters, digits or '-', at most 128 characters",
     "environmentName": "lowercase letters, digits and '-', starting with a letter, at most 16 characters",
     "alarmEmail": "an e-mail address such as ops@example.com",
+    "alertPathEmail": "an e-mail address such as ops@example.com",
     "slackWorkspaceId": "the Slack workspace (team) id, upper-case letters and digits such as T0123ABCD",
     "slackChannelId": "the Slack channel id, letters and digits such as C0123ABCD",
     "webhookUrl": "an https:// URL",
@@ -75,6 +76,8 @@ class AppConfig(_Model):
     stack_name: str = Field(default=DEFAULT_STACK_NAME, pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
     environment_name: str = Field(default="dev", pattern=r"^[a-z][a-z0-9-]{0,15}$")
     alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+    # The alert path's own channel (AlertPathTopic): who hears that the alerts themselves fail. Default: alarmEmail.
+    alert_path_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
     # Amazon Q Developer in chat applications (AWS Chatbot): the Slack team id (T...) and channel id (C...).
     slack_workspace_id: str | None = Field(default=None, pattern=r"^[0-9A-Z]{1,255}$")
     slack_channel_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]{1,255}$")

@@ -8,6 +8,7 @@ from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from stacks.config import AppConfig
+from stacks.constructs.alert_path import AlertPath
 from stacks.constructs.execution_events import ExecutionEvents
 from stacks.constructs.failure_handling import FailureHandling
 from stacks.constructs.messaging_key import MessagingKey
@@ -60,11 +61,13 @@ class FireAndForgetStack(Stack):
         )
         failure.allow_rule_to_publish(execution_events.rule)
         SlackNotifications(self, "Notifications", config=config, topic=failure.alerts_topic)
+        alert_path = AlertPath(self, "AlertPath", config=config)
         monitoring = Monitoring(
             self,
             "Monitoring",
             config=config.alarms,
             alerts_topic=failure.alerts_topic,
+            alert_path_topic=alert_path.topic,
             resources=MonitoredResources(
                 state_machine=saga.state_machine,
                 source_queue=source.queue,
@@ -102,6 +105,7 @@ class FireAndForgetStack(Stack):
             "FailureEventsQueueUrl": execution_events.failure_events_queue.queue_url,
             "EventTargetDlqUrl": execution_events.target_dlq.queue_url,
             "AlertsTopicArn": failure.alerts_topic.topic_arn,
+            "AlertPathTopicArn": alert_path.topic.topic_arn,
             "StateMachineArn": saga.state_machine.state_machine_arn,
             "PipeName": pipe.pipe.ref,
             "PipeArn": pipe.pipe.attr_arn,

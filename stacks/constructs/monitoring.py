@@ -9,6 +9,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from stacks.config import AlarmConfig
+from stacks.constructs.alert_path import ALERT_PATH_ALARMS
 from stacks.constructs.monitoring_dashboard import build_dashboard
 from stacks.constructs.monitoring_metrics import (
     MonitoredResources,
@@ -43,6 +44,7 @@ class Monitoring(Construct):
         config: AlarmConfig,
         resources: MonitoredResources,
         alerts_topic: sns.ITopic,
+        alert_path_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._action = cw_actions.SnsAction(alerts_topic)
@@ -51,6 +53,8 @@ class Monitoring(Construct):
         self._state_machine_alarms(resources, config, period)
         self._queue_alarms(resources, config, period)
         self._delivery_alarms(resources, period)
+        if alert_path_topic is not None:
+            self._alert_path_alarms(alerts_topic, alert_path_topic, period)
         task_alarms = self._function_alarms(resources, period)
         self.composite = cw.CompositeAlarm(
             self,
@@ -132,6 +136,22 @@ class Monitoring(Construct):
             # Its own notification may fail like the alerts it counts; it still shows on the dashboard and in Slack.
             self._alarm("UndeliveredAlertsDlqNotEmpty", queue_depth(r.undelivered_alerts, period, "UndeliveredAlerts"),
                         1, "SNS could not deliver some alerts to the e-mail or webhook subscription.")
+
+    def _alert_path_alarms(self, alerts_topic: sns.ITopic, alert_path_topic: sns.ITopic, period: Duration) -> None:
+        """The alarms about the alerting itself also notify the AlertPathTopic; the AlertPathTopic's own failures
+        notify the alerts topic. So an outage of either topic is told on the other (docs/design.md)."""
+        self._alarm("AlertsTopicNotificationsFailed",
+                    alerts_topic.metric_number_of_notifications_failed(statistic=cw.Stats.SUM, period=period), 1,
+                    "SNS could not deliver alerts to a subscription of the alerts topic.",
+                    runbook_section="when-the-alerts-topic-itself-is-down")
+        self._alarm("AlertPathNotificationsFailed",
+                    alert_path_topic.metric_number_of_notifications_failed(statistic=cw.Stats.SUM, period=period), 1,
+                    "SNS could not deliver to a subscription of the alert-path topic (the second channel).",
+                    runbook_section="when-the-alerts-topic-itself-is-down")
+        second = cw_actions.SnsAction(alert_path_topic)
+        for alarm_id in ALERT_PATH_ALARMS:
+            if alarm_id in self.alarms:
+                self.alarms[alarm_id].add_alarm_action(second)
 
     def _function_alarms(self, r: MonitoredResources, period: Duration) -> list[cw.IAlarm]:
         found: list[cw.IAlarm] = []

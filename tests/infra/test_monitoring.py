@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from stacks.constructs.alert_path import ALERT_PATH_ALARMS
 from stacks.constructs.monitoring_metrics import BUSINESS_REJECTIONS, COMPENSATIONS, EXPECTED_ERRORS, STEP_OUTCOMES
 from stacks.constructs.saga_tasks import TASKS
 from tests.support.alarm_template import ALARM, alarm, dimensions, metric_stats
@@ -47,6 +48,10 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
                                ("AWS::Pipes::Pipe", "OrderPipe"), "Sum", 1),
     "RuleFailedInvocations": ("AWS/Events", "FailedInvocations", "RuleName",
                               ("AWS::Events::Rule", "ExecutionEventsRule"), "Sum", 1),
+    "AlertsTopicNotificationsFailed": ("AWS/SNS", "NumberOfNotificationsFailed", "TopicName",
+                                       ("AWS::SNS::Topic", "FailureHandlingAlertsTopic"), "Sum", 1),
+    "AlertPathNotificationsFailed": ("AWS/SNS", "NumberOfNotificationsFailed", "TopicName",
+                                     ("AWS::SNS::Topic", "AlertPathAlertPathTopic"), "Sum", 1),
 } | {
     f"{task}Throttles": ("AWS/Lambda", "Throttles", "FunctionName",
                          ("AWS::Lambda::Function", f"SagaTasks{task}Function"), "Sum", 1)
@@ -94,6 +99,8 @@ def test_single_metric_alarm(template: dict[str, Any], topic_id: str, alarm_id: 
     assert props["TreatMissingData"] == "notBreaching"
     if alarm_id in FUNCTION_ALARMS:
         assert "AlarmActions" not in props  # reported through the composite
+    elif alarm_id in ALERT_PATH_ALARMS:  # about the alerting itself: the second channel too
+        assert props["AlarmActions"] == [{"Ref": topic_id}, {"Ref": one(template, "AWS::SNS::Topic", "AlertPath")[0]}]
     else:
         assert props["AlarmActions"] == [{"Ref": topic_id}]
     assert "docs/runbook.md#" in props["AlarmDescription"]
@@ -167,7 +174,7 @@ def test_every_alarm_reaches_the_topic_exactly_once(template: dict[str, Any], co
                                                     topic_id: str) -> None:
     in_composite = {ref_or_att(p) for p in composite["AlarmRule"]["Fn::Join"][1] if isinstance(p, dict)}
     for logical_id, resource in of_type(template, ALARM).items():
-        direct = resource["Properties"].get("AlarmActions") == [{"Ref": topic_id}]
+        direct = resource["Properties"].get("AlarmActions", []).count({"Ref": topic_id}) == 1
         assert direct != (logical_id in in_composite), logical_id
 
 

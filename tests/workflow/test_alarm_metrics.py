@@ -38,6 +38,9 @@ CANNOT_TRIP_OFFLINE = {
                           "never throttles and the pipe emulator has no throttled StartExecution",
     "PipeExecutionThrottled": "a pipe is throttled by the Pipes service's own concurrency limits, which the "
                               "emulator (offline/pipe.py) does not model",
+    "AlertsTopicNotificationsFailed": "SNS counts NumberOfNotificationsFailed when it cannot deliver to a "
+                                      "subscription; moto's SNS never delivers to e-mail or HTTPS endpoints",
+    "AlertPathNotificationsFailed": "the same, for the AlertPathTopic's e-mail subscription",
 }
 
 

@@ -24,6 +24,7 @@ from ops.records import Selection
 from ops.redrive import Action, RedriveRequest, redrive_failures
 from stacks.constructs.saga_tasks import TASKS
 from tests.support.matrix_checks import (
+    alert_path_alarm_targets_the_second_topic,
     announced_twice,
     failure_record_twice,
     failure_records,
@@ -105,6 +106,8 @@ MODES = [
     # SNS faults scoped to one order: the others are announced as usual.
     Mode("alerts topic refuses one order", (Fault("AlertsTopic", FaultKind.UNAVAILABLE, order_id=DECLINED),),
          expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=one_order_unannounced_by_sns),
+    Mode("alerts topic down", (Fault("AlertsTopic", FaultKind.UNAVAILABLE),),
+         expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=alert_path_alarm_targets_the_second_topic),
     # SQS delivers a copy later: in the next poll, or once the first delivery's execution has ended.
     Mode("duplicate delivery, next poll", duplicates=5, duplicate_timing=DuplicateTiming.NEXT_POLL,
          expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}),
@@ -197,7 +200,7 @@ def test_the_matrix_covers_every_fault_kind() -> None:
     assert {mode.duplicate_timing for mode in MODES if mode.duplicates} == set(DuplicateTiming)
     assert {mode.hold_target for mode in MODES if mode.hold_first} - TASK_NAMES  # a service call is held too
     assert any(f.target == "AlertsTopic" and f.order_id for mode in MODES for f in mode.faults)
-    assert len(MODES) >= 21
+    assert len(MODES) >= 22
 
 
 @pytest.mark.parametrize(("kind", "action", "left_in_dlq"), [(FaultKind.UNAVAILABLE, Action.SENT_NOT_DELETED, 1),
