@@ -85,6 +85,9 @@ def _deployable_template(template: dict[str, Any]) -> dict[str, Any]:
     """The template minus what moto cannot create: the pipe (emulated by offline/pipe.py) and resource types
     moto has no model for (composite alarms, chat integrations), with whatever references them."""
     deployable: dict[str, Any] = json.loads(json.dumps(template))
+    for resource in deployable["Resources"].values():
+        if resource["Type"] == "AWS::Events::Rule" and "EventPattern" in resource.get("Properties", {}):
+            resource["Properties"]["EventPattern"] = _pattern_object(resource["Properties"]["EventPattern"])
     models = get_model_map()
     dropped = {lid for lid, res in deployable["Resources"].items()
                if res["Type"] in EMULATED_TYPES or (res["Type"] not in models and res["Type"] not in NULL_MODELS)}
@@ -101,6 +104,32 @@ def _deployable_template(template: dict[str, Any]) -> dict[str, Any]:
         if not any(_mentions(output, lid) for lid in dropped)
     }
     return deployable
+
+
+def _pattern_object(pattern: Any) -> Any:
+    """An EventPattern written as a JSON string under Fn::Sub (it keeps its nulls), as the object moto expects.
+
+    moto's CloudFormation resolves Fn::Sub to the text and then JSON-encodes that text again. So the text is parsed
+    here and each `${Name}` value becomes the reference Fn::Sub would have filled in, which moto resolves.
+    """
+    if isinstance(pattern, str):
+        return json.loads(pattern)
+    sub = pattern.get("Fn::Sub") if isinstance(pattern, dict) else None
+    if sub is None:
+        return pattern
+    text, variables = (sub, {}) if isinstance(sub, str) else (sub[0], sub[1])
+
+    def filled(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: filled(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [filled(item) for item in value]
+        if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
+            name = value[2:-1]
+            return variables.get(name, {"Ref": name})
+        return value
+
+    return filled(json.loads(text))
 
 
 def _mentions(fragment: Any, logical_id: str) -> bool:
