@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     synth_times = synth.synth_times(args.synth_rounds)
     suite = None
     if not args.skip_suite:
-        _step("the full test suite (uv run pytest -q -p no:randomly)")
+        _step("the full test suite (python -m pytest -q -p no:randomly)")
         suite = synth.run_suite()
 
     run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -81,16 +80,17 @@ class SuiteRun:
 
 
 def run_suite() -> SuiteRun:
-    """`uv run pytest -q -p no:randomly` once, in a subprocess, timed from outside."""
-    uv = shutil.which("uv")
-    command = [uv, "run", "--frozen"] if uv else [sys.executable, "-m"]
-    command += ["pytest", "-q", "-p", "no:randomly"]
+    """`python -m pytest -q -p no:randomly` once, in a subprocess, timed from outside.
+
+    The venv's own interpreter, not `uv run`: a `uv` found on PATH may be a pyenv shim that does not run here.
+    """
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly"]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
     lines = [line.strip("= ") for line in done.stdout.splitlines() if line.strip()]
     summary = lines[-1] if lines else done.stderr.strip()[-200:]
     passed = re.search(r"(\d+) passed", summary)
-    shown = "uv run pytest -q -p no:randomly" if uv else "python -m pytest -q -p no:randomly"
+    shown = "python -m pytest -q -p no:randomly"
     failed = [line.split()[1] for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
     return SuiteRun(shown, seconds, done.returncode, summary, int(passed.group(1)) if passed else 0, failed)
