@@ -1,0 +1,30 @@
+"""The offline deployment creates the dependencies layer from its uploaded asset, as CloudFormation would."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any
+
+import boto3
+
+from offline.rehearsal import Rehearsal
+from stacks.constructs.saga_tasks import RUNTIME
+
+
+def test_layer_version_is_created_from_the_uploaded_asset(aws: Rehearsal) -> None:
+    (layer_asset,) = (asset for asset in aws.assembly.assets if (asset.source / "python").is_dir())
+    uploaded = (
+        boto3.client("s3", region_name=aws.region)
+        .get_object(Bucket=layer_asset.bucket("123456789012", aws.region), Key=layer_asset.object_key)["Body"]
+        .read()
+    )
+    lambda_: Any = boto3.client("lambda", region_name=aws.region)
+
+    (layer,) = lambda_.list_layers()["Layers"]
+    version = lambda_.get_layer_version(LayerName=layer["LayerName"], VersionNumber=1)
+
+    assert version["Content"]["CodeSize"] == len(uploaded)
+    assert version["Content"]["CodeSha256"] == base64.b64encode(hashlib.sha256(uploaded).digest()).decode()
+    assert version["CompatibleRuntimes"] == [RUNTIME.name]
+    assert "pydantic==" in version["Description"]
