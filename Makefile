@@ -102,6 +102,10 @@ DEMO_ARGS ?=
 demo: synth ## the main job: deploy the app offline and push orders through it (DEMO_ARGS="--orders 500 --chaos")
 	$(RUN) ff-demo $(DEMO_ARGS)
 
+.PHONY: explore
+explore: install ## the interleaving explorer at its large bound: three attempts of one order, up to two faults (EXPLORE_FAULTS=2)
+	$(RUN) python -m tests.handlers.test_interleavings
+
 .PHONY: bench
 bench: synth ## measure transitions, cost, cold starts, synth, throughput and the AWS ceiling; writes docs/performance.md
 	$(RUN) python bench/run.py

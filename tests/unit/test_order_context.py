@@ -21,7 +21,8 @@ def context(**order_overrides: Any) -> dict[str, Any]:
     """The order context ReserveInventory returns for the canonical order, through a JSON round trip."""
     order = parse_order(json.dumps(events.order())).to_json_dict()
     order.update(order_overrides)
-    return json.loads(json.dumps({"orderId": order["orderId"], "messageId": "m-1", "order": order}))
+    return json.loads(json.dumps({"orderId": order["orderId"], "messageId": "m-1", "executionArn": "arn:e-1",
+                                  "order": order}))
 
 
 def test_charge_input_reads_the_payment_fields_of_the_validated_order() -> None:
@@ -38,7 +39,15 @@ def test_charge_input_reads_the_payment_fields_of_the_validated_order() -> None:
 def test_shipping_input_reads_the_address_of_the_validated_order() -> None:
     shipping = shipping_input(context())
     assert (shipping.order_id, shipping.attempt_id, shipping.country) == ("ord-1001", "m-1", "GB")
+    assert shipping.execution_arn == "arn:e-1"
     assert shipping.address == events.order()["shippingAddress"]
+
+
+def test_shipping_input_without_the_execution_is_refused() -> None:
+    # Without it ArrangeShipping could not check that its attempt owns the order in the ledger.
+    task_input = {key: value for key, value in context().items() if key != "executionArn"}
+    with pytest.raises(InvalidOrder, match="executionArn"):
+        shipping_input(task_input)
 
 
 @pytest.mark.parametrize("read", [charge_input, shipping_input])

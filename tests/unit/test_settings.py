@@ -41,7 +41,7 @@ def test_credit_limit_defaults_to_5000_and_must_be_a_number() -> None:
 
 
 def test_served_countries_default_and_parsing() -> None:
-    env = {**BASE, "SHIPMENTS_TABLE_NAME": "s"}
+    env = {**BASE, "SHIPMENTS_TABLE_NAME": "s", "ORDERS_TABLE_NAME": "o"}
     assert ArrangeShippingSettings.from_env(env).served_countries == frozenset(
         {"JP", "US", "CA", "GB", "DE", "FR", "AU", "NZ", "SG"}
     )
@@ -51,6 +51,8 @@ def test_served_countries_default_and_parsing() -> None:
 
 
 def test_cancel_shipment_needs_the_shipments_table() -> None:
-    assert CancelShipmentSettings.from_env({**BASE, "SHIPMENTS_TABLE_NAME": "s"}).shipments_table == "s"
+    assert CancelShipmentSettings.from_env(
+        {**BASE, "SHIPMENTS_TABLE_NAME": "s", "ORDERS_TABLE_NAME": "o"}
+    ).shipments_table == "s"
     with pytest.raises(ConfigurationError, match="SHIPMENTS_TABLE_NAME"):
         CancelShipmentSettings.from_env(BASE)

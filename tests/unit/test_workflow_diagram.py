@@ -57,7 +57,7 @@ def test_every_catch_edge_is_drawn_dashed_and_labelled_with_its_error_equals(
         for catcher in state.get("Catch", [])
     }
     assert expected <= edges(dot)
-    assert ("ReserveInventory", "ReserveInventoryRejected", "InvalidOrder\nOutOfStock") in expected
+    assert ("ReserveInventory", "ReserveInventoryRejected", "InvalidOrder\nOutOfStock\nOrderConflict") in expected
     dashed = {m["source"] + ">" + m["target"] for m in EDGE.finditer(dot) if "style=dashed" in (m["attributes"] or "")}
     assert dashed == {f"{source}>{target}" for source, target, _ in expected}
 
