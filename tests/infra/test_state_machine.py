@@ -12,7 +12,8 @@ from stacks.config import AppConfig, RetryConfig
 from stacks.constructs.order_saga import ASL_FILE, render_definition
 from tests.support.template import one, ref_or_att
 
-BUSINESS_ERRORS = {"InvalidOrder", "OutOfStock", "PaymentDeclined", "ShippingUnavailable", "DuplicateDelivery"}
+BUSINESS_ERRORS = {"InvalidOrder", "OutOfStock", "PaymentDeclined", "ShippingUnavailable", "DuplicateDelivery",
+                   "DuplicateOrder", "OrderConflict"}
 LAMBDA_TRANSIENT = {
     "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException", "TransientError",
@@ -118,14 +119,14 @@ def test_a_failed_step_runs_the_compensations_in_reverse_then_handle_failure(
 
 def test_rejected_orders_skip_compensation(states: dict[str, Any]) -> None:
     rejected = next(c for c in states["ReserveInventory"]["Catch"] if "InvalidOrder" in c["ErrorEquals"])
-    assert set(rejected["ErrorEquals"]) == {"InvalidOrder", "OutOfStock"}
+    assert set(rejected["ErrorEquals"]) == {"InvalidOrder", "OutOfStock", "OrderConflict"}
     assert states[rejected["Next"]]["Next"] == "ClaimFailure"
     assert states[rejected["Next"]]["Parameters"]["compensation"] == {"required": False}
 
 
 def test_duplicate_delivery_ends_quietly(states: dict[str, Any]) -> None:
     duplicate = states["ReserveInventory"]["Catch"][0]
-    assert duplicate["ErrorEquals"] == ["DuplicateDelivery"]
+    assert duplicate["ErrorEquals"] == ["DuplicateDelivery", "DuplicateOrder"]
     assert states[duplicate["Next"]]["Type"] == "Succeed"
 
 
