@@ -179,3 +179,12 @@ def test_never_deletes_failure_records_that_are_not_its_own(pumped: Rehearsal, c
     assert document["cleanup"]["foreignMessagesRestored"] == 3
     assert depth(pumped, "FailureDlqUrl") == (3, 0)
     assert sorted(m["Body"] for m in pumped.messages("FailureDlqUrl")) == before
+
+
+def test_finds_the_stack_by_name_and_sends_nothing_when_there_is_none(pumped: Rehearsal, cli: CliRunner) -> None:
+    code, document = ff_ops(cli, "smoke", "--stack", "NoSuchStack", *FAST)
+
+    assert code == 3
+    assert document["error"]["type"] == "StackNotFound"
+    assert depth(pumped, "SourceQueueUrl") == (0, 0)
+    assert smoke_skus(pumped) == []
