@@ -188,3 +188,31 @@ def test_finds_the_stack_by_name_and_sends_nothing_when_there_is_none(pumped: Re
     assert document["error"]["type"] == "StackNotFound"
     assert depth(pumped, "SourceQueueUrl") == (0, 0)
     assert smoke_skus(pumped) == []
+
+
+def test_a_record_of_its_own_message_but_another_run_id_is_not_its_own(
+    aws: Rehearsal, cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a copy of the run's own failure record that names another run (planted as soon as the record exists)
+    planted: list[str] = []
+
+    def pump_and_plant(_seconds: float) -> None:
+        aws.run()
+        for message in aws.messages("FailureDlqUrl"):
+            document = json.loads(message["Body"])
+            attributes = document["record"]["messageAttributes"]
+            if not planted and attributes.get("smokeRun", {}).get("stringValue") == RUN_ID:
+                attributes["smokeRun"]["stringValue"] = "another-run"
+                planted.append(json.dumps(document))
+                aws.sqs.send_message(QueueUrl=aws.outputs["FailureDlqUrl"], MessageBody=planted[0])
+
+    monkeypatch.setattr(ops.smoke, "pause", pump_and_plant)
+    monkeypatch.setattr(ops.cli, "new_run_id", lambda: RUN_ID)
+
+    # When the smoke runs
+    code, document = ff_ops(cli, "smoke", *FAST)
+
+    # Then it deleted its two records and left the copy, whose run id is not its own
+    assert code == 0, document["checks"]
+    assert document["cleanup"]["failureRecordsDeleted"] == 2
+    assert [m["Body"] for m in aws.messages("FailureDlqUrl")] == planted
