@@ -294,6 +294,9 @@ class World:
     def _resolve(self, expression: str, execution: Execution, source: Any) -> Any:
         if expression == "$$.Execution.Id":
             return execution.arn
+        if expression.startswith("States.ArrayGetItem($$.Execution.Input[*]."):
+            field_name = expression.removeprefix("States.ArrayGetItem($$.Execution.Input[*].").removesuffix(", 0)")
+            return execution.attempt.record[field_name]
         if expression.startswith("$$.Execution.Input[0]"):
             return _path(execution.attempt.record, "$" + expression.removeprefix("$$.Execution.Input[0]"))
         if expression.startswith("$"):
