@@ -38,8 +38,10 @@ def actions(template: dict[str, Any], alarm_id: str) -> list[Any]:
 
 
 def test_the_second_topic_has_its_own_customer_managed_key(template: dict[str, Any]) -> None:
-    (_, second), (_, first) = one(template, "AWS::SNS::Topic", SECOND_TOPIC), one(template, "AWS::SNS::Topic",
-                                                                                  ALERTS_TOPIC)
+    (_, second), (_, first) = (
+        one(template, "AWS::SNS::Topic", SECOND_TOPIC),
+        one(template, "AWS::SNS::Topic", ALERTS_TOPIC),
+    )
     key_id = second["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
     assert key_id != first["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
     key = template["Resources"][key_id]
@@ -52,8 +54,9 @@ def test_the_second_topic_has_its_own_customer_managed_key(template: dict[str, A
 
 def test_only_this_accounts_alarms_may_publish_to_the_second_topic(template: dict[str, Any]) -> None:
     second = topic_id(template, SECOND_TOPIC)
-    (policy,) = [p for p in of_type(template, "AWS::SNS::TopicPolicy").values()
-                 if {"Ref": second} in p["Properties"]["Topics"]]
+    (policy,) = [
+        p for p in of_type(template, "AWS::SNS::TopicPolicy").values() if {"Ref": second} in p["Properties"]["Topics"]
+    ]
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
     (allow,) = [s for s in statements if s["Effect"] == "Allow"]
     assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"} and allow["Action"] == "sns:Publish"
@@ -61,14 +64,18 @@ def test_only_this_accounts_alarms_may_publish_to_the_second_topic(template: dic
     assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
     source_arn = allow["Condition"]["ArnLike"]["aws:SourceArn"]["Fn::Join"][1]
     assert ":cloudwatch:" in source_arn and source_arn[-1] == ":alarm:*"
-    assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-               for s in statements)
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements
+    )
 
 
 def test_the_alarms_about_the_alerting_notify_both_topics(template: dict[str, Any]) -> None:
     first, second = topic_id(template, ALERTS_TOPIC), topic_id(template, SECOND_TOPIC)
-    present = [a for a in ALERT_PATH_ALARMS if any(lid.startswith(f"Monitoring{a}")
-                                                   for lid in of_type(template, "AWS::CloudWatch::Alarm"))]
+    present = [
+        a
+        for a in ALERT_PATH_ALARMS
+        if any(lid.startswith(f"Monitoring{a}") for lid in of_type(template, "AWS::CloudWatch::Alarm"))
+    ]
     assert {"RuleFailedInvocations", "RuleTargetDlqNotEmpty", "AlertsTopicNotificationsFailed"} <= set(present)
     for alarm_id in present:
         assert sorted(actions(template, alarm_id), key=str) == sorted([{"Ref": first}, {"Ref": second}], key=str)
@@ -78,8 +85,9 @@ def test_the_second_topics_own_failures_are_told_on_the_alerts_topic(template: d
     _, props = alarm(template, "AlertPathNotificationsFailed")
     assert actions(template, "AlertPathNotificationsFailed") == [{"Ref": topic_id(template, ALERTS_TOPIC)}]
     assert (props["Namespace"], props["MetricName"]) == ("AWS/SNS", "NumberOfNotificationsFailed")
-    assert props["Dimensions"] == [{"Name": "TopicName", "Value": {
-        "Fn::GetAtt": [topic_id(template, SECOND_TOPIC), "TopicName"]}}]
+    assert props["Dimensions"] == [
+        {"Name": "TopicName", "Value": {"Fn::GetAtt": [topic_id(template, SECOND_TOPIC), "TopicName"]}}
+    ]
 
 
 def test_other_alarms_notify_the_alerts_topic_only(template: dict[str, Any]) -> None:
@@ -89,15 +97,21 @@ def test_other_alarms_notify_the_alerts_topic_only(template: dict[str, Any]) -> 
 
 def test_the_alert_path_email_defaults_to_the_alarm_email(with_emails: dict[str, Any]) -> None:
     second = topic_id(with_emails, SECOND_TOPIC)
-    subscriptions = [s["Properties"] for s in of_type(with_emails, "AWS::SNS::Subscription").values()
-                     if s["Properties"]["TopicArn"] == {"Ref": second}]
+    subscriptions = [
+        s["Properties"]
+        for s in of_type(with_emails, "AWS::SNS::Subscription").values()
+        if s["Properties"]["TopicArn"] == {"Ref": second}
+    ]
     assert subscriptions == [{"Protocol": "email", "TopicArn": {"Ref": second}, "Endpoint": "ops@example.com"}]
 
 
 def test_the_alert_path_email_can_be_its_own(own_email: dict[str, Any]) -> None:
     second = topic_id(own_email, SECOND_TOPIC)
-    endpoints = [s["Properties"]["Endpoint"] for s in of_type(own_email, "AWS::SNS::Subscription").values()
-                 if s["Properties"]["TopicArn"] == {"Ref": second}]
+    endpoints = [
+        s["Properties"]["Endpoint"]
+        for s in of_type(own_email, "AWS::SNS::Subscription").values()
+        if s["Properties"]["TopicArn"] == {"Ref": second}
+    ]
     assert endpoints == ["oncall@example.com"]
 
 

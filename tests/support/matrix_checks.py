@@ -84,8 +84,11 @@ def one_order_unannounced_by_sns(aws: Rehearsal, ledger: Ledger, samples: list[S
     assert declined.status == "FAILED" and declined.states[-1] == "NotifyFailure"
     assert naming(alerts(aws), declined) == 0
     # The rule's alert for it was not delivered either (its target refused it: the target DLQ keeps it).
-    lost = [d for d in aws.bus.deliveries if d.event["detail"]["executionArn"] == declined.arn
-            and (not d.delivered or getattr(d, "alert_lost", False))]
+    lost = [
+        d
+        for d in aws.bus.deliveries
+        if d.event["detail"]["executionArn"] == declined.arn and (not d.delivered or getattr(d, "alert_lost", False))
+    ]
     assert len(lost) == 1 and len(aws.bus.deliveries) >= 1
     others = [e for e in aws.executions() if e.status == "FAILED" and e.arn != declined.arn]
     assert len(others) == 2 and [naming(alerts(aws), e) for e in others] == [1, 1]
@@ -107,11 +110,15 @@ def alert_path_alarm_targets_the_second_topic(aws: Rehearsal, ledger: Ledger, sa
     alerts_topic = next(lid for lid in topics if lid.startswith("FailureHandlingAlertsTopic"))
     assert topics[second]["Properties"]["KmsMasterKeyId"] != topics[alerts_topic]["Properties"]["KmsMasterKeyId"]
     for name in tripped:
-        (alarm,) = [r for lid, r in of_type(template, "AWS::CloudWatch::Alarm").items()
-                    if lid.startswith(f"Monitoring{name}")]
+        (alarm,) = [
+            r for lid, r in of_type(template, "AWS::CloudWatch::Alarm").items() if lid.startswith(f"Monitoring{name}")
+        ]
         assert {"Ref": second} in alarm["Properties"]["AlarmActions"], name
     # What CloudWatch's alarm action does: publish to the second topic, which the outage does not touch.
-    aws.sns.publish(TopicArn=aws.outputs["AlertPathTopicArn"], Subject=f"ALARM: {min(tripped)}",
-                    Message=json.dumps({"AlarmName": min(tripped), "NewStateValue": "ALARM"}))
+    aws.sns.publish(
+        TopicArn=aws.outputs["AlertPathTopicArn"],
+        Subject=f"ALARM: {min(tripped)}",
+        Message=json.dumps({"AlarmName": min(tripped), "NewStateValue": "ALARM"}),
+    )
     topic = sns_backends[ACCOUNT][aws.region].topics[aws.outputs["AlertPathTopicArn"]]
     assert len(topic.sent_notifications) == 1
