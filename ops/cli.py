@@ -22,6 +22,7 @@ from ops.options import selection
 from ops.records import Selection
 from ops.redrive import RedriveRequest, redrive_failures
 from ops.smoke import DEFAULT_POLL_SECONDS, DEFAULT_TIMEOUT_SECONDS, SmokeRequest, new_run_id, run_smoke, smoke_clients
+from ops.smoke_output import Progress as SmokeProgress
 from ops.smoke_output import document as smoke_document
 from ops.smoke_output import render as render_smoke
 from ops.source_dlq import queue_arn, redrive_source_dlq
@@ -238,7 +239,7 @@ def smoke(stack_name: Annotated[str, typer.Option("--stack", "--stack-name", env
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         request = SmokeRequest(new_run_id(), timeout_seconds=timeout, poll_seconds=poll_seconds,
                                country=country.upper())
-        result = run_smoke(smoke_clients(clients, profile), stack, request)
+        result = run_smoke(smoke_clients(clients, profile), stack, request, progress=SmokeProgress(out))
         if not as_json:
             render_smoke(out, result)
         return (ExitCode.OK if result.passed else ExitCode.CHECK_FAILED), smoke_document(stack.name, result)

@@ -140,6 +140,7 @@ def run_smoke(
     wait: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     now: datetime | None = None,
+    progress: Callable[[list[Tracked], float], None] | None = None,
 ) -> SmokeResult:
     """Send the three orders, look until each is settled or the timeout passes, check them, clean up."""
     source_url, dlq_url, machine_arn, inventory = stack.require(
@@ -168,6 +169,8 @@ def run_smoke(
             watch.poll(orders)
             if all(order.settled for order in orders):
                 break
+            if progress is not None:
+                progress(orders, clock() - started)
             remaining = deadline - clock()
             if remaining <= 0:
                 timed_out = True

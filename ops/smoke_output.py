@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ops.smoke import SmokeResult
+from ops.smoke_watch import Tracked
 
 
 def render(console: Console, result: SmokeResult) -> None:
@@ -30,6 +31,29 @@ def render(console: Console, result: SmokeResult) -> None:
     verdict = "[bold green]PASSED[/]" if result.passed else f"[bold red]FAILED[/] ({failed} check(s))"
     timing = f"timed out after {result.timeout_seconds:g} s" if result.timed_out else f"{result.elapsed_seconds:g} s"
     console.print(f"Smoke {verdict} in {timing}.", highlight=False)
+
+
+class Progress:
+    """One line while the run waits, printed only when an order's state changed."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._last = ""
+
+    def __call__(self, orders: list[Tracked], elapsed: float) -> None:
+        line = ", ".join(f"{order.case} {_state(order)}" for order in orders)
+        if line != self._last:
+            self._console.print(f"{elapsed:6.1f} s  {line}", highlight=False)
+            self._last = line
+
+
+def _state(order: Tracked) -> str:
+    view = order.execution
+    if view is None:
+        return "waiting for the pipe"
+    if view.ended and not order.settled:
+        return f"{view.status}, reading the failure DLQ"
+    return view.status
 
 
 def document(stack: str, result: SmokeResult) -> dict[str, Any]:

@@ -34,13 +34,19 @@ def pumped(aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
 @pytest.fixture
 def hung(aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rehearsal]:
     """The valid order's ArrangeShipping hangs; the waits only hand messages over, they do not wait for the end."""
-    monkeypatch.setattr(ops.smoke, "pause", lambda _seconds: aws.drain())
+
+    def hand_over(_seconds: float) -> None:
+        aws.drain()
+        aws.runtime.hanging.wait(30)  # a loaded machine must not turn "stuck" into "never started"
+
+    monkeypatch.setattr(ops.smoke, "pause", hand_over)
     monkeypatch.setattr(ops.cli, "new_run_id", lambda: RUN_ID)
     aws.faults.add(Fault("ArrangeShipping", FaultKind.HANG, order_id=f"smoke-{RUN_ID}-valid"))
     yield aws
     aws.faults.released.set()
     aws.run()
     aws.faults.released.clear()
+    aws.runtime.hanging.clear()
 
 
 def checks(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -108,6 +114,8 @@ def test_prints_a_pass_fail_table_without_json(pumped: Rehearsal, cli: CliRunner
     assert f"Smoke run {RUN_ID}" in result.output
     assert re.findall(r"│ (PASS|FAIL) +│", result.output) == ["PASS"] * 13
     assert "Smoke PASSED" in result.output
+    # And while it waited, it said what it was waiting for
+    assert "0.0 s  valid waiting for the pipe" in result.output
 
 
 def test_a_missing_alert_fails_the_run_with_the_failing_rows(pumped: Rehearsal, cli: CliRunner) -> None:
