@@ -57,9 +57,8 @@ class FireAndForgetStack(Stack):
             key=key,
             state_machine=saga.state_machine,
             handled_error=HANDLED_FAILURE_ERROR,
-            alerts_topic=failure.alerts_topic_for_rules,
+            alerts_topic=failure.alerts_topic,
         )
-        failure.allow_rule_to_publish(execution_events.rule)
         SlackNotifications(self, "Notifications", config=config, topic=failure.alerts_topic)
         alert_path = AlertPath(self, "AlertPath", config=config)
         monitoring = Monitoring(

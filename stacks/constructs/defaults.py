@@ -42,10 +42,17 @@ def encrypted_queue(
     )
 
 
+# https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html (MessageBody: 1 MiB)
+SQS_MAX_MESSAGE_BYTES = 1_048_576
+
+
 def dead_letter_queue(scope: Construct, construct_id: str, *, key: kms.IKey, config: AppConfig) -> sqs.Queue:
     """A terminal queue that keeps what failed for the longest time SQS allows, for inspection and redrive."""
     queue = encrypted_queue(
-        scope, construct_id, key=key, config=config, retention_period=Duration.days(config.dlq_retention_days)
+        scope, construct_id, key=key, config=config, retention_period=Duration.days(config.dlq_retention_days),
+        # SQS's maximum: whatever Step Functions, EventBridge or SNS can hand a DLQ (each capped at 256 KiB per
+        # payload, plus the metadata they add) fits, so a failure is never lost to its own size.
+        max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
     )
     reason = "Terminal queue: operators inspect and redrive it with ff-ops; a further DLQ would only hide messages."
     acknowledge(queue, "AwsSolutions-SQS3", reason)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from aws_cdk import ArnFormat, Stack
-from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
@@ -18,10 +17,10 @@ from stacks.constructs.defaults import dead_letter_queue
 class FailureHandling(Construct):
     """The failure DLQ (failed orders with their error) and the encrypted, TLS-only alerts topic.
 
-    The topic's policy replaces SNS's default one, so every AWS service that publishes to it is allowed here by
-    name, each scoped to this account's own resources (confused deputy): CloudWatch alarms always, and each
-    EventBridge rule given to `allow_rule_to_publish`. A rule's `SnsTopic` target must be bound to
-    `.alerts_topic_for_rules`, a reference without a policy, so that CDK adds no unconditioned grant of its own.
+    The topic's policy replaces SNS's default one, so every AWS service that publishes to it on its own behalf is
+    allowed here by name, scoped to this account's own resources (confused deputy): CloudWatch alarms. Nothing
+    else needs a statement: the saga and the announcer publish with their roles' identity policies, and no
+    EventBridge rule targets the topic directly (the failure rule announces through AnnounceExecutionFailure).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, config: AppConfig) -> None:
@@ -35,7 +34,6 @@ class FailureHandling(Construct):
             master_key=key,
             enforce_ssl=True,
         )
-        self.alerts_topic_for_rules = sns.Topic.from_topic_arn(self, "AlertsTopicForRules", self.alerts_topic.topic_arn)
         self._allow_alarms_to_publish()
         if config.alarm_email or config.webhook_url:
             self._subscribe(key, config)
@@ -58,21 +56,6 @@ class FailureHandling(Construct):
                         )
                     },
                     "StringEquals": {"aws:SourceAccount": stack.account},
-                },
-            )
-        )
-
-    def allow_rule_to_publish(self, rule: events.IRule) -> None:
-        """Let EventBridge publish to the alerts topic for `rule` only."""
-        self.alerts_topic.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="Allow" + "".join(c for c in rule.node.path if c.isalnum()),
-                principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                actions=["sns:Publish"],
-                resources=[self.alerts_topic.topic_arn],
-                conditions={
-                    "ArnEquals": {"aws:SourceArn": rule.rule_arn},
-                    "StringEquals": {"aws:SourceAccount": Stack.of(self).account},
                 },
             )
         )

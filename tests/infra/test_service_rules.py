@@ -17,7 +17,7 @@ import pytest
 from pydantic import ValidationError
 
 from stacks.config import AppConfig
-from tests.support.template import of_type
+from tests.support.template import of_type, ref_or_att
 
 # https://docs.aws.amazon.com/sns/latest/api/API_Publish.html: Subject ASCII, under 100 characters, no line breaks or
 # control characters, starting with a letter, number or punctuation mark; Message at most 256 KiB.
@@ -206,3 +206,71 @@ def test_slack_and_webhooks_get_a_chatbot_custom_notification(template: dict[str
     assert all(isinstance(v, str) for v in card["metadata"]["additionalContext"].values())
     assert json.loads(message["default"]) == card  # whatever protocol the channel subscribes with
     assert not message["email"].lstrip().startswith("{")  # e-mail reads plain text
+
+
+# What each producer can hand a queue at most, from the services' quotas:
+# Step Functions: 256 KiB per execution input and per state's input/output
+#   (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html);
+# EventBridge: 256 KiB per event (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-quota.html);
+# SQS: a message counts its body and its attributes, at most 1 MiB
+#   (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html).
+STEP_FUNCTIONS_PAYLOAD = 256 * 1024
+EVENT_BYTES = 256 * 1024
+# EventBridge adds RULE_ARN, TARGET_ARN, ERROR_CODE, ERROR_MESSAGE, EXHAUSTED_RETRY_CONDITION and RETRY_ATTEMPTS to
+# what it puts in a target's DLQ (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html); each
+# is an ARN or a short message: 8 KiB bounds them together with room to spare.
+DLQ_METADATA = 8 * 1024
+
+
+def _queue_limits(template: dict[str, Any]) -> dict[str, int]:
+    return {lid: int(res["Properties"].get("MaximumMessageSize", 1_048_576))
+            for lid, res in of_type(template, "AWS::SQS::Queue").items()}
+
+
+def _source_queue_ids(template: dict[str, Any]) -> tuple[str, str]:
+    """The queue the pipe reads, and the DLQ its redrive policy names."""
+    (pipe,) = of_type(template, "AWS::Pipes::Pipe").values()
+    source_id = str(ref_or_att(pipe["Properties"]["Source"]))
+    redrive = template["Resources"][source_id]["Properties"]["RedrivePolicy"]
+    return source_id, str(ref_or_att(redrive["deadLetterTargetArn"]))
+
+
+def _queue_of(template: dict[str, Any], prefix: str) -> int:
+    (limit,) = [size for lid, size in _queue_limits(template).items() if lid.startswith(prefix)]
+    return limit
+
+
+def test_the_failure_record_fits_the_failure_dlq_for_the_largest_input(template: dict[str, Any]) -> None:
+    # HandleFailure's MessageBody holds the execution input's record ($$.Execution.Input[0], at most the whole
+    # execution input) and the state's failure, compensation and manualRepair (at most the state's input), plus
+    # fixed text and context values. Step Functions refuses anything larger itself (States.DataLimitExceeded,
+    # which the rule announces), so this is the largest body HandleFailure can ever send.
+    (states,) = [d["States"] for lid, d in definitions(template).items() if lid.startswith("OrderSaga")]
+    body = states["HandleFailure"]["Parameters"]["MessageBody"]
+    fixed = {key: value for key, value in body.items() if not key.endswith(".$")}
+    context_values = len(LONGEST_ARN) * 2 + len(CONTEXT["State"]["EnteredTime"])
+    largest = (len(json.dumps(fixed)) + sum(len(key) + 8 for key in body) + context_values
+               + STEP_FUNCTIONS_PAYLOAD + STEP_FUNCTIONS_PAYLOAD)
+    attributes = states["HandleFailure"]["Parameters"].get("MessageAttributes", {})
+    largest += sum(len(name) + len("String") + MAX_ERROR_CHARS * 6 for name in attributes)
+    assert largest <= _queue_of(template, "FailureHandlingFailureDlq")
+
+
+def test_every_dlq_takes_what_its_producer_can_send(template: dict[str, Any]) -> None:
+    limits = _queue_limits(template)
+    assert limits
+    # The source DLQ gets source messages as they were; the others get events and SNS messages with metadata.
+    source_id, source_dlq_id = _source_queue_ids(template)
+    assert limits[source_dlq_id] >= limits[source_id]
+    assert _queue_of(template, "ExecutionEventsFailureEventsQueue") >= EVENT_BYTES
+    assert _queue_of(template, "ExecutionEventsTargetDlq") >= EVENT_BYTES + DLQ_METADATA
+    for lid, limit in limits.items():
+        if "Undelivered" in lid:
+            assert limit >= SNS_MESSAGE_BYTES + DLQ_METADATA
+
+
+def test_the_source_queue_keeps_orders_within_one_pipe_batch(template: dict[str, Any]) -> None:
+    # A pipe hands Step Functions the batch as the execution input: the record (body, attributes, metadata) must
+    # leave room under 256 KiB, which the 64 KiB source limit does with a wide margin even escaped twice over.
+    source_id, _ = _source_queue_ids(template)
+    assert _queue_limits(template)[source_id] * 3 < STEP_FUNCTIONS_PAYLOAD
