@@ -94,6 +94,7 @@ class FireAndForgetStack(Stack):
                 state_machine=saga.state_machine,
                 pipe_arn=pipe.pipe.attr_arn,
                 key=key,
+                smoke_stock_table=tasks.tables["Inventory"],
             ),
         )
 

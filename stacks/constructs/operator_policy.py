@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
@@ -22,6 +23,8 @@ SEND_TO_SOURCE = ["sqs:SendMessage"]
 LIST_EXECUTIONS = ["states:ListExecutions"]
 ON_EXECUTIONS = ["states:DescribeExecution", "states:GetExecutionHistory", "states:RedriveExecution"]
 QUEUE_KEY = ["kms:Decrypt", "kms:GenerateDataKey"]
+# `ff-ops smoke` stocks one item of its own (SMOKE-<run id>) and deletes it afterwards; nothing else in a table.
+SMOKE_STOCK = ["dynamodb:PutItem", "dynamodb:DeleteItem"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class OperatedResources:
     state_machine: sfn.StateMachine
     pipe_arn: str
     key: kms.IKey
+    smoke_stock_table: dynamodb.ITable  # the inventory table `ff-ops smoke` stocks its own item in
 
 
 class OperatorPolicy(Construct):
@@ -68,6 +72,13 @@ class OperatorPolicy(Construct):
             _allow("ReadPipeState", ["pipes:DescribePipe"], [r.pipe_arn]),
             # GetMetricData has no resource-level permissions (Service Authorization Reference: Resource "*").
             _allow("ReadQueueAges", ["cloudwatch:GetMetricData"], ["*"]),
+            _allow("StockTheSmokeItem", SMOKE_STOCK, [r.smoke_stock_table.table_arn]),
+            iam.PolicyStatement(
+                sid="UseTheKeyThroughDynamoDbForTheSmokeItem",
+                actions=QUEUE_KEY,
+                resources=[r.key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{stack.region}.{stack.url_suffix}"}},
+            ),
             iam.PolicyStatement(
                 sid="UseTheQueueKeyThroughSqs",
                 actions=QUEUE_KEY,

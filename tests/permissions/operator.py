@@ -40,10 +40,13 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "redrive_execution": [("states:RedriveExecution", "execution")],
     "get_metric_data": [("cloudwatch:GetMetricData", "*")],
     "describe_pipe": [("pipes:DescribePipe", "PipeArn")],
+    # ff-ops smoke: its own stock item in the inventory table (encrypted with the stack's key).
+    "put_item": [("dynamodb:PutItem", "InventoryTableName"), ("kms:GenerateDataKey", "InventoryTableName")],
+    "delete_item": [("dynamodb:DeleteItem", "InventoryTableName"), ("kms:Decrypt", "InventoryTableName")],
 }
 # Granted whether or not ops/ calls it: reading an execution's history is the first step of the runbook.
 GRANTED_BEYOND_OPS = {"get_execution_history": [("states:GetExecutionHistory", "execution")]}
-_CLIENT_CALL = re.compile(r"\b(?:sqs|_sqs|sfn|cloudformation|pipes|cloudwatch)\.(\w+)\(")
+_CLIENT_CALL = re.compile(r"\b(?:sqs|_sqs|sfn|cloudformation|pipes|cloudwatch|dynamodb)\.(\w+)\(")
 _PAGINATOR = re.compile(r"get_paginator\(\"(\w+)\"\)")
 
 
@@ -114,6 +117,10 @@ def operator_checks(builder: MatrixBuilder) -> None:
         ("states:ListExecutions", arn("states", "stateMachine:AnotherStateMachine")),
         ("sqs:SendMessage", arn("sqs", "AnotherQueue")),
         ("pipes:StopPipe", a.att(a.lid(outputs["PipeArn"]["Value"]))),
+        # The smoke's stock item is the only table write: no other table, no read of the catalogue.
+        ("dynamodb:PutItem", a.att(a.lid(outputs["PaymentsTableName"]["Value"]))),
+        ("dynamodb:Scan", a.att(a.lid(outputs["InventoryTableName"]["Value"]))),
+        ("dynamodb:UpdateItem", a.att(a.lid(outputs["InventoryTableName"]["Value"]))),
     ):
         builder._add(Check(edge, OPERATOR, action, resource, False, "not an ff-ops call", dict(TLS), identity))
 
@@ -127,6 +134,7 @@ def _ops_call(
         assert lid is not None
         key_lid = a.key_of(lid)
         assert key_lid is not None, f"{lid} is not encrypted"
+        service = "dynamodb" if a.template["Resources"][lid]["Type"] == "AWS::DynamoDB::Table" else "sqs"
         base = Check(
             edge,
             OPERATOR,
@@ -134,12 +142,13 @@ def _ops_call(
             a.att(key_lid),
             True,
             "ff-ops needs it",
-            dict(TLS) | _via("sqs"),
+            dict(TLS) | _via(service),
             identity,
             a.resource_policy(key_lid),
         )
         builder._add(base)
-        builder._add(replace(base, allowed=False, why="the key used directly, not through SQS", context=dict(TLS)))
+        builder._add(replace(base, allowed=False, why=f"the key used directly, not through {service}",
+                             context=dict(TLS)))
         return
     resource_policy = a.resource_policy(lid) if lid else None
     base = Check(edge, OPERATOR, action, resource, True, "ff-ops needs it", dict(TLS), identity, resource_policy)
