@@ -25,14 +25,14 @@ EXECUTION_METRICS = ("ExecutionsStarted", "ExecutionsSucceeded", "ExecutionsFail
 # What the handlers count (lambdas/, `count(...)`): outcomes of the saga's steps and compensations.
 STEP_OUTCOMES = ("OrdersReserved", "OrdersCharged", "OrdersShipped")
 BUSINESS_REJECTIONS = ("InvalidOrders", "OutOfStock", "PaymentsDeclined", "ShippingUnavailable",
-                       "DuplicateDeliveries")
+                       "DuplicateDeliveries", "DuplicateOrders", "OrderConflicts")
 COMPENSATIONS = ("ShipmentsCancelled", "InventoryReleased", "PaymentsRefunded")
 MANUAL_REPAIR = "CompensationsFailed"
 
 # The errors each function raises on purpose, so that the state machine can Catch them by name: Lambda counts
 # them in Errors like any crash. Each is counted by exactly one handler before it raises.
 EXPECTED_ERRORS: dict[str, tuple[str, ...]] = {
-    "ReserveInventory": ("DuplicateDeliveries", "InvalidOrders", "OutOfStock"),
+    "ReserveInventory": ("DuplicateDeliveries", "DuplicateOrders", "InvalidOrders", "OrderConflicts", "OutOfStock"),
     "ChargePayment": ("PaymentsDeclined",),
     "ArrangeShipping": ("ShippingUnavailable",),
     "CancelShipment": (),

@@ -52,6 +52,8 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
                                        ("AWS::SNS::Topic", "FailureHandlingAlertsTopic"), "Sum", 1),
     "AlertPathNotificationsFailed": ("AWS/SNS", "NumberOfNotificationsFailed", "TopicName",
                                      ("AWS::SNS::Topic", "AlertPathAlertPathTopic"), "Sum", 1),
+    "AnnouncementsFailed": ("AWS/States", "ExecutionsFailed", "StateMachineArn",
+                            ("AWS::StepFunctions::StateMachine", "ExecutionEventsAnnounceExecutionFailure"), "Sum", 1),
 } | {
     f"{task}Throttles": ("AWS/Lambda", "Throttles", "FunctionName",
                          ("AWS::Lambda::Function", f"SagaTasks{task}Function"), "Sum", 1)
