@@ -24,6 +24,9 @@ class Place(StrEnum):
     FAILURE_DLQ = "failure DLQ"
     SOURCE_DLQ = "source DLQ"
     EXECUTION = "failed execution (input kept)"
+    # Another attempt of the same order (a resend or a redrive copy under its own messageId) owns the order: this
+    # message ended quietly as DuplicateOrder, and its outcome is the owner's (docs/handlers.md, ownership).
+    ABSORBED = "absorbed by its order's owning attempt"
     NOWHERE = "nowhere"
 
 
@@ -59,11 +62,12 @@ class Ledger:
     @property
     def unannounced_failures(self) -> list[str]:
         return [m for m, fate in self.fates.items()
-                if fate.places and fate.place is not Place.SUCCEEDED and fate.announcements == 0]
+                if fate.places and fate.place not in {Place.SUCCEEDED, Place.ABSORBED} and fate.announcements == 0]
 
     @property
     def announced_successes(self) -> list[str]:
-        return [m for m, fate in self.fates.items() if fate.place is Place.SUCCEEDED and fate.announcements]
+        return [m for m, fate in self.fates.items()
+                if fate.place in {Place.SUCCEEDED, Place.ABSORBED} and fate.announcements]
 
     def counts(self) -> Counter[str]:
         return Counter(fate.place.value for fate in self.fates.values())
@@ -98,19 +102,26 @@ def account(aws: Rehearsal, message_ids: list[str]) -> Ledger:
             fate.error = "not handed over by the pipe"
     for execution in executions:
         fate = fates.get(execution.message_id or "")
-        if fate is None or (execution.states and execution.states[-1] in DUPLICATE_ENDS):
-            continue
-        if execution.status == "SUCCEEDED":
-            fate.places.append(Place.SUCCEEDED)
-        elif execution.message_id not in in_dlq:
-            fate.places.append(Place.EXECUTION)
-            fate.error = execution.error or execution.status
-            # A timed-out or aborted execution stopped wherever it was: no compensation ran, and a task still
-            # in flight may have finished its write. Someone must redrive or repair it.
-            stopped = execution.status in {"TIMED_OUT", "ABORTED"}
-            fate.manual_repair = stopped or "CompensationFailed" in execution.states
+        if fate is not None:
+            _place_execution(execution, fate, in_dlq)
     _count_announcements(aws, by_arn, fates)
     return Ledger(fates)
+
+
+def _place_execution(execution: Execution, fate: MessageFate, in_dlq: set[str]) -> None:
+    if execution.states and execution.states[-1] in DUPLICATE_ENDS:
+        if _ended_as(execution, "DuplicateOrder"):
+            fate.places.append(Place.ABSORBED)
+        return
+    if execution.status == "SUCCEEDED":
+        fate.places.append(Place.SUCCEEDED)
+    elif execution.message_id not in in_dlq:
+        fate.places.append(Place.EXECUTION)
+        fate.error = execution.error or execution.status
+        # A timed-out or aborted execution stopped wherever it was: no compensation ran, and a task still
+        # in flight may have finished its write. Someone must redrive or repair it.
+        stopped = execution.status in {"TIMED_OUT", "ABORTED"}
+        fate.manual_repair = stopped or "CompensationFailed" in execution.states
 
 
 def _count_announcements(aws: Rehearsal, by_arn: dict[str, Execution], fates: dict[str, MessageFate]) -> None:
@@ -136,3 +147,14 @@ def _failure_records(aws: Rehearsal) -> list[dict[str, Any]]:
         if isinstance(body, dict) and "record" in body:
             records.append(body)
     return records
+
+
+def _ended_as(execution: Execution, error: str) -> bool:
+    """Whether the Catch that ended the execution quietly caught `error` (its output is the caught error)."""
+    output = execution.output
+    if isinstance(output, str):
+        try:
+            output = json.loads(output)
+        except ValueError:
+            return False
+    return isinstance(output, dict) and output.get("Error") == error

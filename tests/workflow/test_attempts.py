@@ -68,12 +68,13 @@ def test_a_failing_attempt_never_undoes_a_resend_that_succeeded(aws: Rehearsal) 
     assert all(stock(aws)[line["sku"]] == SEEDED for line in body["items"])
     (entry,) = aws.items("OrdersTableName")
     assert (entry["attemptId"], entry["status"]) == (first, "COMPENSATED")
-    # And each message is in exactly one place: the first in the failure DLQ, announced once; the resend ignored as a
-    # duplicate, announced never (offline/accounting.py has no "ignored duplicate order" place yet: it counts the
-    # resend as placed nowhere, so its fates are checked one by one here)
-    fates = account(aws, [first, resend]).fates
+    # And each message is in exactly one place: the first in the failure DLQ, announced once; the resend absorbed by
+    # the attempt that owned its order, announced never
+    ledger = account(aws, [first, resend])
+    fates = ledger.fates
     assert (fates[first].places, fates[first].announcements) == ([Place.FAILURE_DLQ], 1)
-    assert (fates[resend].places, fates[resend].announcements) == ([], 0)
+    assert (fates[resend].places, fates[resend].announcements) == ([Place.ABSORBED], 0)
+    assert ledger.balanced
     assert [e.states[-1] for e in executions[resend]] == ["DuplicateDeliveryIgnored"]
 
 
