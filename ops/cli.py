@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -14,6 +18,9 @@ from rich.console import Console
 
 from ops import render, report
 from ops.aws import Clients, connect
+from ops.discard import DiscardRequest, discard_failures
+from ops.discard_output import document as discard_document
+from ops.discard_output import render as render_discard
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT
 from ops.errors import AwsError, ExitCode, OpsError, UsageError, translate
 from ops.executions import UNSUCCESSFUL, ExecutionRedriveRequest, redrive_executions
@@ -28,6 +35,10 @@ from ops.smoke_output import render as render_smoke
 from ops.source_dlq import queue_arn, redrive_source_dlq
 from ops.stack import DeployedStack, find_stack
 from ops.status import collect_status
+from ops.trace import DEFAULT_MAX_EXECUTIONS, TraceRequest
+from ops.trace import trace as trace_order
+from ops.trace_output import document as trace_document
+from ops.trace_output import render as render_trace
 from stacks.config import DEFAULT_STACK_NAME
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -42,7 +53,11 @@ app.add_typer(executions_app, name="executions")
 StackName = Annotated[str, typer.Option("--stack-name", envvar="FF_STACK_NAME", help="CloudFormation stack name.")]
 Region = Annotated[str | None, typer.Option(help="AWS region (default: AWS_REGION / the profile's region).")]
 Profile = Annotated[str | None, typer.Option(help="AWS profile (default: AWS_PROFILE / the default chain).")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON document (docs/operator-cli.md).")]
+AsJson = Annotated[bool, typer.Option("--json/--no-json", metavar="",
+                                      help="Print one JSON document (docs/operator-cli.md).")]
+# A flag takes no value: an empty metavar keeps Typer from showing `<bool>` as if it took one.
+FLAG = ""
+DryRun = Annotated[bool, typer.Option("--dry-run", metavar=FLAG, help="Show, change nothing.")]
 OrderIds = Annotated[list[str] | None, typer.Option("--order-id", help="Only this order id (repeatable).")]
 Errors = Annotated[list[str] | None, typer.Option("--error", help="Only this error name (repeatable).")]
 Since = Annotated[str | None, typer.Option(help="Failed at or after: ISO 8601 time or an age like 30m, 6h, 2d.")]
@@ -85,6 +100,21 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _version(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"ff-ops {package_version('fire-and-forget')}")
+        except PackageNotFoundError:  # pragma: no cover - run from a checkout that was never installed
+            typer.echo("ff-ops (not installed: no version)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option("--version", metavar=FLAG, is_eager=True, callback=_version,
+                                                   help="Print ff-ops' version and exit.")] = False) -> None:
+    """Inspect the Fire-and-Forget stack's failures and redrive them without losing a message."""
+
+
 def _selection(order_ids: list[str] | None, errors: list[str] | None, since: str | None, until: str | None,
                as_json: bool) -> Selection:
     """The selection flags, checked before any AWS call."""
@@ -112,7 +142,9 @@ def status(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, pr
 @failures_app.command("list")
 def failures_list(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
                   as_json: AsJson = False, order_id: OrderIds = None, error: Errors = None, since: Since = None,
-                  until: Until = None, limit: Annotated[int, typer.Option(min=1)] = DEFAULT_LIMIT,
+                  until: Until = None,
+                  limit: Annotated[int, typer.Option(min=1, help="Read at most N messages of the DLQ.")]
+                  = DEFAULT_LIMIT,
                   visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT) -> None:
     """List the failure DLQ's records (read, then made visible again at once)."""
     chosen = _selection(order_id, error, since, until, as_json)
@@ -149,10 +181,11 @@ def failures_show(key: Annotated[str, typer.Argument(help="Order id, DLQ message
 def failures_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
                      as_json: AsJson = False, order_id: OrderIds = None, error: Errors = None, since: Since = None,
                      until: Until = None,
-                     all_: Annotated[bool, typer.Option("--all", help="Every failure record.")] = False,
-                     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show, change nothing.")] = False,
+                     all_: Annotated[bool, typer.Option("--all", metavar=FLAG, help="Every failure record.")] = False,
+                     dry_run: DryRun = False,
                      max_: Annotated[int | None, typer.Option("--max", min=1, help="Redrive at most N.")] = None,
-                     force: Annotated[bool, typer.Option(help="Redrive orders marked for manual repair too.")] = False,
+                     force: Annotated[bool, typer.Option(metavar=FLAG,
+                                                         help="Redrive orders marked for manual repair too.")] = False,
                      visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT) -> None:
     """Send selected failed orders back to the source queue (original body and attributes), then delete them."""
     chosen = _selection(order_id, error, since, until, as_json)
@@ -173,12 +206,76 @@ def failures_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Region 
     _run(stack_name, region, profile, as_json, body)
 
 
+@failures_app.command("discard")
+def failures_discard(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
+                     as_json: AsJson = False, order_id: OrderIds = None, error: Errors = None,
+                     message_id: Annotated[list[str] | None, typer.Option(
+                         "--message-id", help="Only this DLQ or source message id (repeatable).")] = None,
+                     yes: Annotated[bool, typer.Option("--yes", "-y", metavar=FLAG,
+                                                       help="Do not ask for confirmation.")] = False,
+                     dry_run: DryRun = False,
+                     log: Annotated[Path | None, typer.Option(
+                         help="Append each record, as a JSON line, to this file before deleting it "
+                              "(default: stderr).")] = None,
+                     visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT) -> None:
+    """Delete abandoned orders from the failure DLQ; each whole record is logged (JSON line) before it is deleted."""
+    chosen = _selection(order_id, error, None, None, as_json)
+    request = DiscardRequest(chosen, frozenset(message_id or ()), dry_run=dry_run,
+                             visibility_timeout=visibility_timeout)
+    if request.is_empty:
+        _fail(UsageError("say which failures to discard: --order-id, --message-id or --error"), as_json)
+
+    def confirm(records: list[Any]) -> bool:
+        if yes:
+            return True
+        listed = ", ".join(r.order_id or r.message_id for r in records[:10]) + (" …" if len(records) > 10 else "")
+        try:
+            return typer.confirm(f"Delete {len(records)} failure record(s) from the failure DLQ ({listed})? "
+                                 "Each is logged first", default=False, err=True)
+        except typer.Abort:  # no answer (stdin closed): no
+            return False
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        with ExitStack() as files:
+            sink = files.enter_context(log.open("a", encoding="utf-8")) if log is not None else sys.stderr
+            result = discard_failures(clients.sqs, stack.output("FailureDlqUrl"), stack.name, request, sink, confirm)
+        if not as_json:
+            render_discard(out, result, log)
+        return (ExitCode.OK if result.complete else ExitCode.INCOMPLETE), discard_document(stack.name, result, log)
+
+    _run(stack_name, region, profile, as_json, body)
+
+
+@app.command()
+def trace(key: Annotated[str, typer.Argument(metavar="ORDER_ID|MESSAGE_ID",
+                                             help="An order id or an SQS message id (source or redriven).")],
+          stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
+          as_json: AsJson = False,
+          max_executions: Annotated[int, typer.Option(
+              min=1, help="Read at most the newest N executions of the saga.")] = DEFAULT_MAX_EXECUTIONS,
+          visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT) -> None:
+    """Every execution of an order or message, where it is now, its compensations, alerts and console links."""
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        found = trace_order(clients, stack, TraceRequest(key, max_executions, visibility_timeout))
+        dlq = stack.output("FailureDlqUrl")
+        if not as_json:
+            render_trace(out, dlq, found)
+        return ExitCode.OK, trace_document(stack.name, dlq, found)
+
+    _run(stack_name, region, profile, as_json, body)
+
+
 @source_dlq_app.command("redrive")
 def source_dlq_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
                        as_json: AsJson = False,
-                       max_per_second: Annotated[int | None, typer.Option(min=1, max=500)] = None,
-                       wait: Annotated[bool, typer.Option(help="Follow the task until it ends.")] = True,
-                       poll_seconds: Annotated[float, typer.Option(min=0.0)] = 2.0) -> None:
+                       max_per_second: Annotated[int | None, typer.Option(
+                           min=1, max=500, help="Messages moved per second at most (default: SQS's own rate, "
+                                                "up to 500).")] = None,
+                       wait: Annotated[bool, typer.Option(metavar=FLAG, help="Follow the task until it ends.")]
+                       = True,
+                       poll_seconds: Annotated[float, typer.Option(
+                           min=0.0, help="Seconds between two looks at the task.")] = 2.0) -> None:
     """Move the source DLQ back to the source queue with SQS StartMessageMoveTask, and follow the task."""
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
@@ -203,8 +300,9 @@ def executions_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Regio
                        status_: Annotated[list[str] | None, typer.Option(
                            "--status", help="FAILED, TIMED_OUT or ABORTED (repeatable; default all three).")] = None,
                        include_recorded: Annotated[bool, typer.Option(
-                           help="Also executions whose order is in the failure DLQ (OrderFailed).")] = False,
-                       dry_run: Annotated[bool, typer.Option("--dry-run", help="Show, change nothing.")] = False
+                           metavar=FLAG, help="Also executions whose order is in the failure DLQ (OrderFailed).")]
+                       = False,
+                       dry_run: DryRun = False
                        ) -> None:
     """RedriveExecution for the saga's FAILED, TIMED_OUT and ABORTED executions of the last 14 days."""
     statuses = tuple(s.upper() for s in status_ or UNSUCCESSFUL)

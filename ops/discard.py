@@ -1,0 +1,154 @@
+"""`failures discard`: delete abandoned orders from the failure DLQ, each written to the log before it is deleted.
+
+An order an operator gives up on must still be accounted for: before each DeleteMessage, the whole failure
+record (HandleFailure's document, the original message inside it, the DLQ message's id and attributes) is
+written as one JSON line to the log and flushed (to disk, with fsync, for a file). If writing fails, nothing
+is deleted. Only the selected records are deleted; every other message read is made visible again
+(ops/dlq.py), and messages that are not failure records are never deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import IO, TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
+from ops.errors import ACCESS_CODES, THROTTLING_CODES, error_code
+from ops.records import FailureRecord, Selection, UnrecognizedMessage, parse
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+LOG_SCHEMA = "ff-ops/discarded/v1"
+
+
+class Verdict(StrEnum):
+    DISCARDED = "discarded"  # logged, then deleted
+    WOULD_DISCARD = "would-discard"  # --dry-run
+    DECLINED = "declined"  # the operator answered no: left in the DLQ
+    DELETE_FAILED = "delete-failed"  # logged, but SQS refused the delete: still in the DLQ (and in the log)
+
+
+@dataclass(frozen=True)
+class DiscardRequest:
+    selection: Selection
+    message_ids: frozenset[str] = frozenset()  # DLQ message ids or source (original) message ids
+    dry_run: bool = False
+    visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT
+    wait_seconds: int | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.selection.is_everything and not self.message_ids
+
+    def matches(self, record: FailureRecord) -> bool:
+        if self.message_ids and not self.message_ids & {record.message_id, record.source_message_id}:
+            return False
+        return self.selection.matches(record)
+
+
+@dataclass(frozen=True)
+class Discarded:
+    message_id: str
+    order_id: str | None
+    error: str
+    verdict: Verdict
+    reason: str | None = None
+
+
+@dataclass
+class DiscardReport:
+    dry_run: bool
+    read: int = 0
+    outcomes: list[Discarded] = field(default_factory=list)
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for o in self.outcomes if o.verdict is verdict)
+
+    @property
+    def complete(self) -> bool:
+        return not self.count(Verdict.DELETE_FAILED)
+
+
+def log_line(record: FailureRecord, dlq_body: str, stack: str, now: datetime) -> str:
+    """The JSON line that keeps an abandoned order accounted for: everything the DLQ message held."""
+    return json.dumps(
+        {
+            "schema": LOG_SCHEMA,
+            "discardedAt": now.isoformat().replace("+00:00", "Z"),
+            "stack": stack,
+            "dlqMessageId": record.message_id,
+            "sourceMessageId": record.source_message_id,
+            "orderId": record.order_id,
+            "error": record.error,
+            "failedState": record.failed_state,
+            "manualRepair": record.manual_repair,
+            "executionArn": record.execution_arn,
+            "failureRecord": json.loads(dlq_body),  # parse() accepted it, so it is JSON
+        },
+        sort_keys=False,
+    )
+
+
+def discard_failures(
+    sqs: SQSClient,
+    dlq_url: str,
+    stack: str,
+    request: DiscardRequest,
+    log: IO[str],
+    confirm: Callable[[list[FailureRecord]], bool],
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> DiscardReport:
+    """Read the whole DLQ, ask `confirm` about the selected records, then log and delete each one."""
+    report = DiscardReport(dry_run=request.dry_run)
+    with HeldMessages(
+        sqs, dlq_url, visibility_timeout=request.visibility_timeout, wait_seconds=request.wait_seconds
+    ) as held:
+        chosen: list[FailureRecord] = []
+        bodies: dict[str, str] = {}
+        while batch := held.receive(10):
+            for message in batch:
+                parsed = parse(message)
+                if not isinstance(parsed, UnrecognizedMessage) and request.matches(parsed):
+                    chosen.append(parsed)
+                    bodies[parsed.message_id] = message.get("Body", "")
+        report.read = held.read
+        if request.dry_run:
+            report.outcomes = [_outcome(r, Verdict.WOULD_DISCARD) for r in chosen]
+            return report
+        if chosen and not confirm(chosen):
+            report.outcomes = [_outcome(r, Verdict.DECLINED) for r in chosen]
+            return report
+        for record in chosen:
+            _write(log, log_line(record, bodies[record.message_id], stack, now()))
+            try:
+                sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=held.receipt(record.message_id))
+            except ClientError as error:
+                if error_code(error) in THROTTLING_CODES | ACCESS_CODES:
+                    raise
+                report.outcomes.append(_outcome(record, Verdict.DELETE_FAILED, f"{error_code(error)}: {error}"))
+                continue
+            held.forget(record.message_id)
+            report.outcomes.append(_outcome(record, Verdict.DISCARDED))
+    return report
+
+
+def _write(log: IO[str], line: str) -> None:
+    log.write(line + "\n")
+    log.flush()
+    # A terminal or a pipe (stderr) cannot be synced: flushed is as far as it goes.
+    with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        os.fsync(log.fileno())
+
+
+def _outcome(record: FailureRecord, verdict: Verdict, reason: str | None = None) -> Discarded:
+    return Discarded(record.message_id, record.order_id, record.error, verdict, reason)
