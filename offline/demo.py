@@ -10,6 +10,7 @@ import threading
 import time
 import warnings
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,11 +19,12 @@ import typer
 from rich.console import Console
 
 from offline.accounting import DUPLICATE_ENDS, Ledger, Place, account
-from offline.cost import Usage, add, per_million, usage_of_execution
-from offline.demo_report import render
+from offline.cost import PRICES, Usage, add, per_million, usage_of_execution
+from offline.demo_report import next_steps, render
 from offline.faults import Fault, FaultKind
 from offline.orders import OrderKind, SampleOrder, make_order, seed_inventory
 from offline.rehearsal import Rehearsal
+from offline.trend_page import trend_page
 
 app = typer.Typer(add_completion=False, help=__doc__)
 
@@ -95,36 +97,61 @@ def main(
     chaos: Annotated[bool, typer.Option(help="Inject transient faults, timeouts, crashes and aborts.")] = False,
     seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same run.")] = 7,
     assembly: Annotated[Path, typer.Option(help="The synthesized cloud assembly.")] = Path("cdk.out"),
-    report: Annotated[Path, typer.Option(help="Where to write the JSON report.")] = Path("demo-report.json"),
+    report: Annotated[Path, typer.Option(help="Where to write the JSON report (the HTML page goes next to it).")]
+    = Path("demo-report.json"),
 ) -> None:
     """Deploy the synthesized app into the offline emulator and push orders through it."""
+    run_and_keep(orders=orders, chaos=chaos, seed=seed, assembly=assembly, report=report, port=None)
+
+
+def run_and_keep(*, orders: int, chaos: bool, seed: int, assembly: Path, report: Path, port: int | None) -> None:
+    """The demo; with a port, its account then stays up as the practice account (offline/practice.py)."""
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
+    quiet_logs()
+    if not (assembly / "FireAndForget.template.json").exists():
+        console.print(f"[red]No synthesized app in {assembly}: run `make synth` first.[/red]")
+        raise typer.Exit(2)
+    with Rehearsal.start(assembly) as aws:
+        result = run_demo(aws, console, orders=orders, chaos=chaos, seed=seed)
+        write_reports(result, report)
+        render(console, result)
+        next_steps(console, result, report, practising=port is not None)
+        if port is not None:
+            from offline.practice import serve_until_interrupted
+
+            serve_until_interrupted(aws, port, console.print)
+    if not result["conservation"]["balanced"]:
+        raise typer.Exit(1)
+
+
+def quiet_logs() -> None:
     logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
     # Powertools warns when an invocation records no metric (a compensation with nothing to undo): not news here.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     logging.getLogger("order-saga").setLevel(logging.WARNING)
-    if not (assembly / "FireAndForget.template.json").exists():
-        console.print(f"[red]No synthesized app in {assembly}: run `make synth` first.[/red]")
-        raise typer.Exit(2)
+
+
+def run_demo(aws: Rehearsal, console: Console, *, orders: int, chaos: bool, seed: int) -> dict[str, Any]:
+    """Fire the planned orders into a deployed rehearsal, wait for every outcome, and account for each message."""
     the_plan = plan(orders, seed, chaos)
     started = time.perf_counter()
-    with Rehearsal.start(assembly) as aws:
-        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
-        if chaos:
-            for fault in chaos_faults(random.Random(seed + 1), the_plan.samples):
-                aws.faults.add(fault)
-            for order_id in the_plan.aborted:
-                aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1, order_id=order_id))
-        bodies = _fire(aws, the_plan, console)
-        _process(aws, the_plan, console)
-        elapsed = time.perf_counter() - started
-        ledger = account(aws, list(bodies))
-        result = summarize(aws, ledger, bodies, the_plan, elapsed, orders=orders, chaos=chaos, seed=seed)
+    seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+    if chaos:
+        for fault in chaos_faults(random.Random(seed + 1), the_plan.samples):
+            aws.faults.add(fault)
+        for order_id in the_plan.aborted:
+            aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1, order_id=order_id))
+    bodies = _fire(aws, the_plan, console)
+    _process(aws, the_plan, console)
+    elapsed = time.perf_counter() - started
+    ledger = account(aws, list(bodies))
+    return summarize(aws, ledger, bodies, the_plan, elapsed, orders=orders, chaos=chaos, seed=seed)
+
+
+def write_reports(result: dict[str, Any], report: Path) -> None:
+    """The JSON report, and the failure-trend page next to it (same name, .html)."""
     report.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
-    render(console, result)
-    console.print(f"JSON report: {report}")
-    if not result["conservation"]["balanced"]:
-        raise typer.Exit(1)
+    report.with_suffix(".html").write_text(trend_page(result), encoding="utf-8")
 
 
 def _fire(aws: Rehearsal, the_plan: Plan, console: Console) -> dict[str, str]:
@@ -195,6 +222,7 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
             add(total, usage)
             transitions.setdefault(outcome_of_run, []).append(usage.transitions)
     failures = [json.loads(m["Body"]) for m in aws.messages("FailureDlqUrl")]
+    notifications = aws.notifications()
     return {
         "options": options,
         "elapsed_seconds": round(elapsed, 2),
@@ -206,8 +234,10 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
              "failedState": f["failure"]["state"], "manualRepair": f["manualRepair"]}
             for f in failures[:5]
         ],
-        "notifications": {"count": len(aws.notifications()),
-                          "subjects": [s or t.splitlines()[0] for s, t in aws.notifications()[:5]]},
+        "notifications": {"count": len(notifications),
+                          "subjects": [s or t.splitlines()[0] for s, t in notifications[:5]],
+                          "by_subject": dict(Counter(s or t.splitlines()[0] for s, t in notifications).most_common())},
+        "timeline": timeline(executions.values(), failures),
         "conservation": {
             "in": len(bodies),
             "accounted": sum(1 for f in ledger.fates.values() if len(f.places) == 1),
@@ -223,7 +253,34 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
         },
         "cost_per_million_orders_usd": round(per_million(total, len(bodies)), 2),
         "usage": vars(total),
+        "price_sources": sorted({p.source for p in PRICES.values()}),
     }
+
+
+def timeline(executions: Iterable[Any], failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each execution: seconds after the first start, final status, and for an unsuccessful one the error and the
+    step that failed (from its failure record when HandleFailure wrote one, else from the execution)."""
+    recorded = {f["record"].get("messageId"): f["failure"] for f in failures if isinstance(f.get("record"), dict)}
+    runs = sorted(executions, key=lambda e: e.history[0]["timestamp"] if e.history else 0)
+    if not runs or not runs[0].history:
+        return []
+    first = runs[0].history[0]["timestamp"]
+    rows = []
+    for e in runs:
+        error, step = None, None
+        if e.status != "SUCCEEDED":
+            failure = recorded.get(e.message_id) if e.error == "OrderFailed" else None
+            error = failure["error"] if failure else (e.error or e.status)
+            step = failure["state"] if failure else _last_task(e.states)
+        started = e.history[0]["timestamp"] if e.history else first
+        rows.append({"t": round((started - first).total_seconds(), 3), "status": e.status, "error": error,
+                     "step": step, "messageId": e.message_id})
+    return rows
+
+
+def _last_task(states: list[str]) -> str | None:
+    """The step an execution stopped in: its last state entered."""
+    return states[-1] if states else None
 
 
 def _outcome(place: Place, manual_repair: bool) -> str:
@@ -235,7 +292,7 @@ def _outcome(place: Place, manual_repair: bool) -> str:
         Place.SOURCE_DLQ: "never handed over, in source DLQ",
         Place.EXECUTION: "failed execution, input kept",
         Place.NOWHERE: "UNACCOUNTED",
-    }[place]
+    }.get(place, place.value)  # a place added to the ledger later shows under its own name
 
 
 def _order_id(body: str) -> str:

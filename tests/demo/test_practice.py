@@ -1,0 +1,180 @@
+"""The practice account: the demo's deployment on a local endpoint, driven by `ff-ops` in another process.
+
+The ff-ops commands run as subprocesses with only the environment the practice account prints, as an operator's
+shell would run them. Their output is written to docs/transcripts/, which README.md and docs/operator-cli.md quote.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from offline.demo import quiet_logs, run_demo
+from offline.orders import OUT_OF_STOCK_SKU
+from offline.practice import PracticeAccount, instructions, practice_account
+from offline.practice_gateway import REDRIVE_UNSUPPORTED
+from offline.rehearsal import Rehearsal
+
+ROOT = Path(__file__).resolve().parents[2]
+TRANSCRIPTS = ROOT / "docs" / "transcripts"
+# Seed 5 with 24 orders: three OutOfStock orders, two malformed ones, the rest valid, declined or unserved.
+ORDERS, SEED = 24, 5
+# What changes from run to run without meaning anything: times, ids, ages, durations.
+_VOLATILE = [
+    (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?Z?"), "<time>"),
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
+    (re.compile(r"pipe-[0-9a-f]{32}"), "pipe-<id>"),
+    (re.compile(r"│\s*\d+\s*│(?=\s*$)"), "│ <age> │"),
+]
+
+
+def normalized(text: str) -> str:
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+@pytest.fixture(scope="module")
+def practice(cloud_assembly: Path) -> Iterator[PracticeAccount]:
+    quiet_logs()
+    with Rehearsal.start(cloud_assembly) as aws:
+        result = run_demo(aws, Console(file=io.StringIO()), orders=ORDERS, chaos=False, seed=SEED)
+        assert result["errors"].get("OutOfStock") == 3
+        with practice_account(aws, port=0) as account:
+            yield account
+
+
+def run(account: PracticeAccount, *command: str) -> subprocess.CompletedProcess[str]:
+    """A command as the operator types it, in a shell holding only the printed exports (and PATH)."""
+    tool = {"ff-ops": "ops.cli", "ff-practice": "offline.practice"}[command[0]]
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "COLUMNS": "110",
+        "PYTHONPATH": f"{ROOT}:{ROOT / 'lambdas'}",
+        **account.environment,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", tool, *command[1:]],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def transcript(name: str, steps: list[tuple[str, subprocess.CompletedProcess[str]]]) -> str:
+    """Write docs/transcripts/<name>.txt, unless only volatile parts changed; returns the text."""
+    text = "\n".join(f"$ {command}\n{result.stdout.rstrip()}" for command, result in steps) + "\n"
+    path = TRANSCRIPTS / f"{name}.txt"
+    if not path.exists() or normalized(path.read_text(encoding="utf-8")) != normalized(text):
+        TRANSCRIPTS.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return text
+
+
+def _orders_in(account: PracticeAccount, status: str) -> set[str]:
+    found = set()
+    for execution in account.aws.executions():
+        body = execution.input[0]["body"] if isinstance(execution.input, list) else ""
+        if execution.status == status and '"orderId"' in body:
+            found.add(json.loads(body)["orderId"])
+    return found
+
+
+def test_instructions_name_everything_ff_ops_needs(practice: PracticeAccount) -> None:
+    exports = next(line for line in instructions(practice) if "export" in line)
+    assert f"AWS_ENDPOINT_URL={practice.endpoint}" in exports
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        assert f"{variable}=" in exports
+
+
+def test_a_failure_redriven_after_restock_ends_succeeded(practice: PracticeAccount) -> None:
+    # Given the demo's three OutOfStock failures in the failure DLQ
+    steps = [
+        (c, run(practice, *c.split()))
+        for c in (
+            "ff-ops status",
+            "ff-ops failures list --error OutOfStock",
+            "ff-ops failures redrive --error OutOfStock --dry-run",
+        )
+    ]
+    assert all(result.returncode == 0 for _, result in steps), [r.stderr for _, r in steps]
+    assert "Pipe" in steps[0][1].stdout and "RUNNING" in steps[0][1].stdout
+    listed = set(re.findall(r"ord-\d{6}", steps[1][1].stdout))
+    assert len(listed) == 3
+    # When the operator restocks and redrives them
+    fix_and_redrive = (
+        f"ff-practice restock {OUT_OF_STOCK_SKU} --units 100",
+        "ff-ops failures redrive --error OutOfStock",
+    )
+    for command in fix_and_redrive:
+        steps.append((command, run(practice, *command.split())))
+        assert steps[-1][1].returncode == 0, steps[-1][1].stderr
+    practice.settle()
+    steps.append(
+        (
+            "ff-ops failures list --error OutOfStock",
+            run(practice, "ff-ops", "failures", "list", "--error", "OutOfStock"),
+        )
+    )
+    # Then each order ran again, through the pipe the practice account keeps pumping, and succeeded
+    assert listed <= _orders_in(practice, "SUCCEEDED")
+    assert re.search(r"Read \d+ messages; redriven 3\.", steps[4][1].stdout)
+    assert not re.findall(r"ord-\d{6}", steps[-1][1].stdout)
+    assert practice.pump_errors == []
+    transcript("practice-redrive", steps)
+
+
+def test_source_dlq_redrive_moves_messages_back_and_they_run(practice: PracticeAccount) -> None:
+    # Given a message the pipe could not hand over, in the source DLQ
+    aws = practice.aws
+    body = json.dumps({"orderId": "ord-practice-dlq", "items": []})
+    aws.sqs.send_message(QueueUrl=aws.outputs["SourceDlqUrl"], MessageBody=body)
+    # When the operator redrives the source DLQ (StartMessageMoveTask, emulated by the practice account)
+    result = run(practice, "ff-ops", "source-dlq", "redrive", "--poll-seconds", "0")
+    practice.settle()
+    # Then the move task completed, the DLQ is empty, and the message was handed to an execution
+    assert result.returncode == 0, result.stderr
+    assert "COMPLETED" in result.stdout
+    assert aws.messages("SourceDlqUrl") == []
+    assert any(e.input[0]["body"] == body for e in aws.executions() if isinstance(e.input, list))
+    transcript("practice-source-dlq", [("ff-ops source-dlq redrive", result)])
+
+
+def test_executions_redrive_says_the_practice_account_cannot(practice: PracticeAccount) -> None:
+    # Given a FAILED execution (one of the demo's, recorded in the failure DLQ)
+    failed = next(e.arn for e in practice.aws.executions() if e.status == "FAILED")
+    # When the operator redrives it
+    result = run(practice, "ff-ops", "executions", "redrive", "--execution-arn", failed, "--include-recorded", "--json")
+    # Then ff-ops reports it left behind, with the practice account's reason (exit 8: something was left behind)
+    assert result.returncode == 8, result.stderr
+    (outcome,) = json.loads(result.stdout)["items"]
+    assert outcome["verdict"] == "redrive-failed"
+    assert "PracticeAccountUnsupported" in outcome["reason"] and REDRIVE_UNSUPPORTED[:40] in outcome["reason"]
+
+
+def _quoted_blocks(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    return [block for block in re.findall(r"```text\n(.*?)```", text, flags=re.S) if block.startswith("$ ff-")]
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/operator-cli.md"])
+def test_quoted_transcripts_are_the_practice_transcripts(document: str) -> None:
+    """Every ff-ops transcript a document quotes is one written by the tests above (volatile parts aside)."""
+    written = {normalized(p.read_text(encoding="utf-8")) for p in TRANSCRIPTS.glob("practice-*.txt")}
+    quoted = _quoted_blocks(ROOT / document)
+    assert quoted, f"{document} quotes no ff-ops transcript"
+    for block in quoted:
+        assert normalized(block) in written, f"{document} quotes a transcript no test wrote:\n{block[:300]}"
