@@ -56,6 +56,7 @@ class Outcome:
     queue_depths: dict[str, int]
     start_failures: int
     undelivered: int
+    announcements_failed: int  # AnnounceExecutionFailure executions that ended FAILED
     moto_states: dict[str, str]  # the state moto's CloudWatch reports for each alarm, as put there
 
 
@@ -65,8 +66,11 @@ def outcome(aws: Rehearsal, evaluated: dict[str, Evaluation]) -> Outcome:
     moto_states = {alarm["AlarmName"]: alarm["StateValue"]
                    for page in aws.cloudwatch.get_paginator("describe_alarms").paginate()
                    for alarm in page["MetricAlarms"]}
+    announcements_failed = sum(1 for delivery in aws.bus.deliveries
+                               if delivery.execution is not None and delivery.execution["status"] == "FAILED")
     return Outcome(evaluated, Counter(e.status for e in aws.executions()), depths, aws.pipe.stats.start_failures,
-                   sum(1 for delivery in aws.bus.deliveries if not delivery.delivered), moto_states)
+                   sum(1 for delivery in aws.bus.deliveries if not delivery.delivered), announcements_failed,
+                   moto_states)
 
 
 def send(aws: Rehearsal, kind: OrderKind, number: int) -> str | None:
@@ -135,9 +139,13 @@ def failures(cloud_assembly: Path) -> Outcome:
             send(aws, OrderKind.VALID, number)
         aws.run()
 
-        # The alerts topic down: NotifyFailure fails, and so does the rule's delivery, into its target DLQ.
+        # The alerts topic down: NotifyFailure fails, the rule starts AnnounceExecutionFailure, whose publish fails
+        # too. For a second order EventBridge cannot even start the announcer: its delivery ends in the target DLQ.
         aws.faults.add(Fault("AlertsTopic", FaultKind.UNAVAILABLE))
         send(aws, OrderKind.DECLINED, 70)
+        refused_announcement = make_order(OrderKind.DECLINED, 71, random.Random(71)).order_id
+        aws.faults.add(Fault("StartAnnouncement", FaultKind.START_REFUSED, order_id=refused_announcement))
+        send(aws, OrderKind.DECLINED, 71)
         aws.run()
 
         every = alarms(aws)
@@ -176,8 +184,9 @@ TRIPPED_BY: dict[str, tuple[str, Callable[[Outcome], float]]] = {
     # The alarm's 300 s threshold plus the second the sample is taken after.
     "SourceQueueBacklog": ("the pipe stopped", lambda o: 301),
     "PipeExecutionFailed": ("StartExecution refused", lambda o: o.start_failures),  # maxReceiveCount receives
-    "RuleFailedInvocations": ("alerts topic down", lambda o: o.undelivered),
-    "RuleTargetDlqNotEmpty": ("alerts topic down", lambda o: o.queue_depths["EventTargetDlqUrl"]),
+    "RuleFailedInvocations": ("announcer start refused", lambda o: o.undelivered),
+    "RuleTargetDlqNotEmpty": ("announcer start refused", lambda o: o.queue_depths["EventTargetDlqUrl"]),
+    "AnnouncementsFailed": ("alerts topic down", lambda o: o.announcements_failed),
 } | {f"{task}UnexpectedErrors": (f"{unexpected_errors(task)} unexpected errors", lambda o, t=task: unexpected_errors(t))
      for task in FUNCTIONS} | {
     f"{task}Throttles": (f"{throttles(task)} throttles", lambda o, t=task: throttles(t)) for task in FUNCTIONS}
