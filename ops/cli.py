@@ -237,7 +237,10 @@ def failures_discard(stack_name: StackName = DEFAULT_STACK_NAME, region: Region 
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         with ExitStack() as files:
-            sink = files.enter_context(log.open("a", encoding="utf-8")) if log is not None else sys.stderr
+            try:
+                sink = files.enter_context(log.open("a", encoding="utf-8")) if log is not None else sys.stderr
+            except OSError as error:
+                raise UsageError(f"cannot write the log {log}: {error}", "give --log a writable file") from error
             result = discard_failures(clients.sqs, stack.output("FailureDlqUrl"), stack.name, request, sink, confirm)
         if not as_json:
             render_discard(out, result, log)

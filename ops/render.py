@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -60,13 +61,42 @@ def failure_detail(console: Console, record: FailureRecord) -> None:
         ("order id", record.order_id or "(no order id: the body is not an order)"),
         ("error", record.error), ("cause", cause_message(record.cause) or "-"), ("failed state", record.failed_state),
         ("failed at", _when(record.failed_at)), ("manual repair", "YES" if record.manual_repair else "no"),
-        ("compensation", str(record.compensation)), ("execution", record.execution_arn or "-"),
+        ("compensation", readable(record.compensation)), ("execution", record.execution_arn or "-"),
         ("source message id", record.source_message_id or "-"), ("body", record.body),
-        ("message attributes", str(record.message_attributes or "-")),
+        ("message attributes", attributes(record.message_attributes)),
     ]
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
+
+
+def readable(value: Any, indent: str = "") -> str:
+    """A recorded JSON value as a person reads it: `name: value` lines, yes/no, none; never a Python repr."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None or value == {} or value == []:
+        return "-"
+    if isinstance(value, dict):
+        return "\n".join(f"{indent}{key}: {readable(item, indent + '  ')}" if not isinstance(item, dict)
+                         else f"{indent}{key}:\n{readable(item, indent + '  ')}" for key, item in value.items())
+    if isinstance(value, list):
+        return ", ".join(readable(item) for item in value)
+    return str(value)
+
+
+def attributes(message_attributes: dict[str, Any]) -> str:
+    """SQS message attributes as `name = value (DataType)`, one a line (binary values by their size)."""
+    lines = []
+    for name, attribute in message_attributes.items():
+        if not isinstance(attribute, dict):
+            lines.append(f"{name} = {readable(attribute)}")
+            continue
+        data_type = attribute.get("dataType") or attribute.get("DataType") or "String"
+        text = attribute.get("stringValue") or attribute.get("StringValue")
+        binary = attribute.get("binaryValue") or attribute.get("BinaryValue")
+        shown = text if text is not None else (f"<{len(binary)} base64 characters>" if binary else "(empty)")
+        lines.append(f"{name} = {shown} ({data_type})")
+    return "\n".join(lines) or "-"
 
 
 def redrive_progress(console: Console, outcome: Outcome) -> None:
