@@ -78,11 +78,13 @@ def layer_hash(requirements: str, runtime: lambda_.Runtime) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def build_layer(output_dir: Path, requirements: str, runtime: lambda_.Runtime, uv: str | None = None) -> None:
+def build_layer(
+    output_dir: Path, requirements: str, runtime: lambda_.Runtime, uv: str | None = None, *, offline_only: bool = False
+) -> None:
     """Install the pinned wheels for the function's platform into `output_dir/python` (Lambda's layer layout).
 
     Offline first: after one install uv's cache holds every wheel, so synth makes no network call. Only when a
-    wheel is missing from the cache does uv ask the package index.
+    wheel is missing from the cache does uv ask the package index (never with `offline_only`).
     """
     uv = uv or uv_executable()
     requirements_file = output_dir / "requirements.txt"
@@ -106,6 +108,8 @@ def build_layer(output_dir: Path, requirements: str, runtime: lambda_.Runtime, u
     ]
     environment = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
     offline = subprocess.run([*command, "--offline"], capture_output=True, text=True, env=environment, check=False)
+    if offline.returncode != 0 and offline_only:
+        raise LayerBuildError(f"the Lambda layer's wheels are not all in uv's cache: {offline.stderr.strip()}")
     if offline.returncode != 0:
         online = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
         if online.returncode != 0:

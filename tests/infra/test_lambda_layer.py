@@ -12,7 +12,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 
-from stacks.constructs.dependencies_layer import DependenciesLayer, locked_requirements
+from stacks.constructs.dependencies_layer import DependenciesLayer, build_layer, locked_requirements
 from stacks.constructs.saga_tasks import RUNTIME
 from tests.support.cdk import REPO, STACK_NAME
 
@@ -138,3 +138,9 @@ def test_asset_hash_follows_the_locked_versions(resources: dict[str, Any], tmp_p
     assert _layer_key(tmp_path / "same", locked) == layer["Properties"]["Content"]["S3Key"]
     bumped = locked.replace(pin, f"{pin}.post1")
     assert _layer_key(tmp_path / "bumped", bumped) != layer["Properties"]["Content"]["S3Key"]
+
+
+def test_layer_builds_without_network_after_make_install(tmp_path: Path) -> None:
+    """make install builds the layer once, so uv's cache holds every wheel: synth then needs no package index."""
+    build_layer(tmp_path, locked_requirements(), RUNTIME, offline_only=True)
+    assert (tmp_path / "python" / "pydantic_core").is_dir()
