@@ -19,6 +19,8 @@ from stacks.compliance import acknowledge
 READ_QUEUE = ["sqs:GetQueueAttributes"]
 READ_FAILURE_DLQ = ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"]
 REDRIVE_SOURCE_DLQ = ["sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:ReceiveMessage", "sqs:DeleteMessage"]
+# `ff-ops trace` reads the source DLQ too, and makes what it read visible again at once (ops/dlq.py).
+TRACE_SOURCE_DLQ = ["sqs:ChangeMessageVisibility"]
 SEND_TO_SOURCE = ["sqs:SendMessage"]
 LIST_EXECUTIONS = ["states:ListExecutions"]
 ON_EXECUTIONS = ["states:DescribeExecution", "states:GetExecutionHistory", "states:RedriveExecution"]
@@ -66,6 +68,7 @@ class OperatorPolicy(Construct):
             _allow("ReadQueueDepths", READ_QUEUE, [q.queue_arn for q in r.watched_queues]),
             _allow("ReadAndRedriveFailureDlq", READ_FAILURE_DLQ, [r.failure_dlq.queue_arn]),
             _allow("RedriveSourceDlq", REDRIVE_SOURCE_DLQ, [r.source_dlq.queue_arn]),
+            _allow("TraceReadsTheSourceDlq", TRACE_SOURCE_DLQ, [r.source_dlq.queue_arn]),
             _allow("SendRedrivenOrders", SEND_TO_SOURCE, [r.source_queue.queue_arn]),
             _allow("ListExecutions", LIST_EXECUTIONS, [r.state_machine.state_machine_arn]),
             _allow("InspectAndRedriveExecutions", ON_EXECUTIONS, [executions]),

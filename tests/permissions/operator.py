@@ -21,8 +21,11 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
         ("sqs:GetQueueAttributes", key)
         for key in ("SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl")
     ],
-    "receive_message": [("sqs:ReceiveMessage", "FailureDlqUrl"), ("kms:Decrypt", "FailureDlqUrl")],
-    "change_message_visibility_batch": [("sqs:ChangeMessageVisibility", "FailureDlqUrl")],
+    # The failure DLQ (list, show, redrive, discard, trace) and the source DLQ (trace): read, then made visible again.
+    "receive_message": [("sqs:ReceiveMessage", "FailureDlqUrl"), ("kms:Decrypt", "FailureDlqUrl"),
+                        ("sqs:ReceiveMessage", "SourceDlqUrl"), ("kms:Decrypt", "SourceDlqUrl")],
+    "change_message_visibility_batch": [("sqs:ChangeMessageVisibility", "FailureDlqUrl"),
+                                        ("sqs:ChangeMessageVisibility", "SourceDlqUrl")],
     "delete_message": [("sqs:DeleteMessage", "FailureDlqUrl")],
     "send_message": [("sqs:SendMessage", "SourceQueueUrl")] + [(k, "SourceQueueUrl") for k in SQS_SEND_KEY],
     "start_message_move_task": [
@@ -37,6 +40,7 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "list_message_move_tasks": [("sqs:ListMessageMoveTasks", "SourceDlqUrl")],
     "list_executions": [("states:ListExecutions", "StateMachineArn")],
     "describe_execution": [("states:DescribeExecution", "execution")],
+    "get_execution_history": [("states:GetExecutionHistory", "execution")],  # trace
     "redrive_execution": [("states:RedriveExecution", "execution")],
     "get_metric_data": [("cloudwatch:GetMetricData", "*")],
     "describe_pipe": [("pipes:DescribePipe", "PipeArn")],
@@ -44,8 +48,8 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "put_item": [("dynamodb:PutItem", "InventoryTableName"), ("kms:GenerateDataKey", "InventoryTableName")],
     "delete_item": [("dynamodb:DeleteItem", "InventoryTableName"), ("kms:Decrypt", "InventoryTableName")],
 }
-# Granted whether or not ops/ calls it: reading an execution's history is the first step of the runbook.
-GRANTED_BEYOND_OPS = {"get_execution_history": [("states:GetExecutionHistory", "execution")]}
+# Granted whether or not ops/ calls it (none today: `ff-ops trace` reads execution histories itself).
+GRANTED_BEYOND_OPS: dict[str, list[tuple[str, str]]] = {}
 _CLIENT_CALL = re.compile(r"\b(?:sqs|_sqs|sfn|cloudformation|pipes|cloudwatch|dynamodb)\.(\w+)\(")
 _PAGINATOR = re.compile(r"get_paginator\(\"(\w+)\"\)")
 
