@@ -21,6 +21,9 @@ MAX_RETENTION_DAYS = 14
 
 
 DEFAULT_STACK_NAME = "FireAndForget"
+# Where alarm descriptions link the runbook: a placeholder for the fork that deploys this; set ff:runbookUrl to the
+# runbook's address in your own repository or wiki (an e-mail or a Slack message cannot open a relative path).
+DEFAULT_RUNBOOK_URL = "https://github.com/YOUR-ORG/fire-and-forget/blob/main/docs/runbook.md"
 
 # What a pattern-checked value must look like, in words (pydantic's own message quotes the regular expression).
 PATTERN_HELP = {
@@ -31,6 +34,7 @@ PATTERN_HELP = {
     "slackWorkspaceId": "the Slack workspace (team) id, upper-case letters and digits such as T0123ABCD",
     "slackChannelId": "the Slack channel id, letters and digits such as C0123ABCD",
     "webhookUrl": "an https:// URL",
+    "runbookUrl": "an https:// URL without a #fragment (each alarm adds its own section)",
 }
 
 
@@ -82,6 +86,7 @@ class AppConfig(_Model):
     slack_workspace_id: str | None = Field(default=None, pattern=r"^[0-9A-Z]{1,255}$")
     slack_channel_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]{1,255}$")
     webhook_url: str | None = Field(default=None, pattern=r"^https://\S+$")
+    runbook_url: str = Field(default=DEFAULT_RUNBOOK_URL, pattern=r"^https://[^\s#]+$")
     log_retention_days: int = 30
     dlq_retention_days: int = Field(default=MAX_RETENTION_DAYS, ge=1, le=MAX_RETENTION_DAYS)
     max_receive_count: int = Field(default=5, ge=5, le=1000)

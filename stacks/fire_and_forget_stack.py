@@ -67,6 +67,7 @@ class FireAndForgetStack(Stack):
             config=config.alarms,
             alerts_topic=failure.alerts_topic,
             alert_path_topic=alert_path.topic,
+            runbook_url=config.runbook_url,
             resources=MonitoredResources(
                 state_machine=saga.state_machine,
                 source_queue=source.queue,

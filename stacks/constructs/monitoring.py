@@ -8,7 +8,7 @@ from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from stacks.config import AlarmConfig
+from stacks.config import DEFAULT_RUNBOOK_URL, AlarmConfig
 from stacks.constructs.alert_path import ALERT_PATH_ALARMS
 from stacks.constructs.monitoring_dashboard import build_dashboard
 from stacks.constructs.monitoring_metrics import (
@@ -22,7 +22,6 @@ from stacks.constructs.monitoring_metrics import (
     unexpected_errors,
 )
 
-RUNBOOK = "docs/runbook.md"
 AT_LEAST = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 # No data means nothing happened: no executions, no invocations, an inactive queue. EventBridge publishes
 # FailedInvocations only when it is not zero, so for every alarm here a missing point is a good point.
@@ -45,8 +44,10 @@ class Monitoring(Construct):
         resources: MonitoredResources,
         alerts_topic: sns.ITopic,
         alert_path_topic: sns.ITopic | None = None,
+        runbook_url: str = DEFAULT_RUNBOOK_URL,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._runbook = runbook_url  # absolute: the description is read in an e-mail or a chat message
         self._action = cw_actions.SnsAction(alerts_topic)
         self.alarms: dict[str, cw.Alarm] = {}
         period = Duration.minutes(config.period_minutes)
@@ -61,7 +62,7 @@ class Monitoring(Construct):
             "SagaTasksUnhealthy",
             alarm_description=(
                 "One or more saga functions fail unexpectedly or are throttled. The child alarm in ALARM names "
-                f"the function. Runbook: {RUNBOOK}#sagatasksunhealthy"
+                f"the function. Runbook: {runbook_url}#sagatasksunhealthy"
             ),
             alarm_rule=cw.AlarmRule.any_of(*task_alarms),
         )
@@ -76,7 +77,7 @@ class Monitoring(Construct):
         alarm = metric.create_alarm(
             self,
             construct_id,
-            alarm_description=f"{what} Runbook: {RUNBOOK}#{section}",
+            alarm_description=f"{what} Runbook: {self._runbook}#{section}",
             threshold=threshold,
             comparison_operator=AT_LEAST,
             evaluation_periods=1,
