@@ -92,7 +92,17 @@ checkov: synth ## Checkov on the synthesized template
 	@# The asset directories hold Lambda code and the dependencies layer (botocore's JSON), not templates.
 	$(CHECKOV) -d cdk.out --skip-path '/asset\.' --config-file .checkov.yaml
 
-pytest: install ## the test suite, on every core (one synthesized app per worker)
+# Headless Chromium renders the demo's failure-trend page in tests/demo/test_trend_page.py. Quick when present; on a
+# Debian/Ubuntu machine without it, apt-get installs it (as root, or through sudo); elsewhere it says what to install.
+.PHONY: chromium
+chromium: ## headless Chromium for the trend-page test (apt-get install chromium, once)
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+	  command -v apt-get >/dev/null 2>&1 || { echo "the tests need headless Chromium: install chromium" >&2; exit 1; }; \
+	  echo "installing chromium (Debian package) for the trend-page test"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
+
+pytest: install chromium ## the test suite, on every core (one synthesized app per worker)
 	$(RUN) pytest -n auto --dist loadfile
 
 test: lint checkov pytest ## every check: lint, types, synth, cdk-nag, cfn-lint, Checkov, tests
@@ -101,6 +111,15 @@ DEMO_ARGS ?=
 
 demo: synth ## the main job: deploy the app offline and push orders through it (DEMO_ARGS="--orders 500 --chaos")
 	$(RUN) ff-demo $(DEMO_ARGS)
+
+PRACTICE_ARGS ?=
+
+.PHONY: practice ops
+practice: synth ## the demo, then its account kept alive on 127.0.0.1:4566 for ff-ops (PRACTICE_ARGS="--chaos --port 0")
+	$(RUN) ff-practice start $(PRACTICE_ARGS)
+
+ops: install ## run ff-ops from the venv: make ops ARGS="failures list" (or call .venv/bin/ff-ops directly)
+	$(RUN) ff-ops $(ARGS)
 
 .PHONY: explore
 explore: install ## the interleaving explorer at its large bound: three attempts of one order, up to two faults (EXPLORE_FAULTS=2)

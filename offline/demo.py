@@ -119,7 +119,8 @@ def run_and_keep(*, orders: int, chaos: bool, seed: int, assembly: Path, report:
         if port is not None:
             from offline.practice import serve_until_interrupted
 
-            serve_until_interrupted(aws, port, console.print)
+            # Unwrapped, unstyled: the export line is copied into a shell as it is.
+            serve_until_interrupted(aws, port, lambda line: console.print(line, soft_wrap=True, markup=False))
     if not result["conservation"]["balanced"]:
         raise typer.Exit(1)
 

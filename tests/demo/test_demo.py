@@ -30,9 +30,30 @@ def test_the_demo_accounts_for_every_message(cloud_assembly: Path, tmp_path: Pat
     assert data["cost_per_million_orders_usd"] > 0
     assert "Conservation:" in result.output and "BALANCED" in result.output
     assert "\x1b[" not in result.output  # no control codes when not on a terminal
+    # The demo ends with next steps: the verdict explained, both reports, the runbook entry of each outcome
+    text = " ".join(result.output.split())
+    assert "Next steps" in text and "BALANCED means every message that went in is in exactly one place" in text
+    assert report.with_suffix(".html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert f"{report.with_suffix('.html')} (failure trends" in text
+    assert "docs/runbook.md#r1-failed-orders-in-the-failure-dlq" in text and "make practice" in text
+    assert f"Notifications published to the alerts topic: {data['notifications']['count']}, " in text
+    assert "distinct subjects" in text and "https://" not in text  # the price pages are in the JSON report
+    assert data["price_sources"]
+    succeeded_runs = [run for run in data["timeline"] if run["status"] == "SUCCEEDED"]
+    assert len(succeeded_runs) >= data["outcomes"]["succeeded"]  # the trend page's data: every execution
+    assert "(not JSON): the body is not JSON" in text
     if chaos:
         assert data["outcomes"]["needs manual repair"] >= 1
         assert "never handed over, in source DLQ" in data["outcomes"]
+        assert "needs manual repair: docs/runbook.md#r1-failed-orders-in-the-failure-dlq (step 2" in text
+        assert "never handed over, in source DLQ: docs/runbook.md#r2-messages-in-the-source-dlq" in text
+
+
+def test_a_long_order_id_is_cut_and_says_so() -> None:
+    from offline.demo_report import shown_order_id
+
+    assert shown_order_id("ord-000001") == "ord-000001"
+    assert shown_order_id("o" * 5000) == "oooooooooooo... (5000 chars)"
 
 
 def test_the_same_seed_gives_the_same_orders() -> None:

@@ -135,6 +135,7 @@ def test_a_failure_redriven_after_restock_ends_succeeded(practice: PracticeAccou
     assert not re.findall(r"ord-\d{6}", steps[-1][1].stdout)
     assert practice.pump_errors == []
     transcript("practice-redrive", steps)
+    transcript("practice-readme", [steps[1], steps[3], steps[4]])  # README.md's shorter quote
 
 
 def test_source_dlq_redrive_moves_messages_back_and_they_run(practice: PracticeAccount) -> None:
