@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ NODE_BIN = REPO / "node_modules" / ".bin"
 
 def test_cfn_lint_reports_nothing(cloud_assembly: Path) -> None:
     result = subprocess.run(
-        ["cfn-lint", str(cloud_assembly / f"{STACK_NAME}.template.json")],
+        # The venv's cfn-lint: a bare name may find a pyenv shim that refuses under .python-version.
+        [str(Path(sys.executable).parent / "cfn-lint"), str(cloud_assembly / f"{STACK_NAME}.template.json")],
         cwd=REPO, capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -74,8 +76,6 @@ def test_acknowledgments_are_few_scoped_and_reasoned() -> None:
     expected = (
         {(f"SagaTasks/{f}Function", "Serverless::Serverless-LambdaDLQ") for f in functions}
         | {(f"SagaTasks/{f}Role", "AwsSolutions::AwsSolutions-IAM5[Resource::*]") for f in functions}
-        | {(f"SagaTasks/{f}Function", rule) for f in functions
-           for rule in ("AwsSolutions::AwsSolutions-L1", "Serverless::Serverless-LambdaLatestVersion")}
         | {(f"SagaTasks/{f}Function", rule) for f in functions
            for rule in ("AwsSolutions::AwsSolutions-L1", "Serverless::Serverless-LambdaLatestVersion")}
         | {(f"SagaTasks/{f}Role", f"AwsSolutions::AwsSolutions-IAM5[Action::{action}]")
