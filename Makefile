@@ -81,7 +81,7 @@ install: .venv/.installed node_modules/.installed ## install Python 3.13 venv, N
 dev: install ## install, plus the pre-commit hooks
 	$(RUN) pre-commit install 2>/dev/null || true
 
-lint: install ## ruff and mypy --strict on stacks/ and lambdas/
+lint: install ## ruff on the whole repository; mypy --strict on stacks, lambdas, offline, ops and app.py
 	$(RUN) ruff check .
 	$(RUN) mypy stacks lambdas offline ops app.py
 
