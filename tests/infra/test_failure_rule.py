@@ -46,14 +46,17 @@ def pattern(template: dict[str, Any]) -> EventPattern:
         ("failed_other_state_machine", False),
     ],
 )
-def test_rule_announces_exactly_what_handle_failure_did_not(pattern: EventPattern, sample: str,
-                                                             announced: bool) -> None:
+def test_rule_announces_exactly_what_handle_failure_did_not(
+    pattern: EventPattern, sample: str, announced: bool
+) -> None:
     event = json.loads((EVENTS / f"{sample}.json").read_text(encoding="utf-8"))
     assert pattern.matches_event(event) is announced
 
 
 def test_rule_sends_readable_alerts_and_keeps_every_event(template: dict[str, Any], rule: dict[str, Any]) -> None:
-    announcer_id, announcer = one(template, "AWS::StepFunctions::StateMachine", "ExecutionEventsAnnounceExecutionFailure")
+    announcer_id, announcer = one(
+        template, "AWS::StepFunctions::StateMachine", "ExecutionEventsAnnounceExecutionFailure"
+    )
     queue_id, _ = one(template, "AWS::SQS::Queue", "ExecutionEventsFailureEventsQueue")
     dlq_id, _ = one(template, "AWS::SQS::Queue", "ExecutionEventsTargetDlq")
     targets = {ref_or_att(t["Arn"]): t for t in rule["Targets"]}
