@@ -33,6 +33,7 @@ _VOLATILE = [
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?Z?"), "<time>"),
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
     (re.compile(r"pipe-[0-9a-f]{32}"), "pipe-<id>"),
+    (re.compile(r"(Table[0-9A-F]{8})-[0-9A-Z]{12}"), r"\1-<suffix>"),  # CloudFormation's physical-name suffix
     (re.compile(r"│\s*\d+\s*│(?=\s*$)"), "│ <age> │"),
 ]
 
@@ -76,7 +77,8 @@ def run(account: PracticeAccount, *command: str) -> subprocess.CompletedProcess[
 
 def transcript(name: str, steps: list[tuple[str, subprocess.CompletedProcess[str]]]) -> str:
     """Write docs/transcripts/<name>.txt, unless only volatile parts changed; returns the text."""
-    text = "\n".join(f"$ {command}\n{result.stdout.rstrip()}" for command, result in steps) + "\n"
+    text = "\n\n".join(f"$ {command}\n{result.stdout.rstrip()}" for command, result in steps)
+    text = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
     path = TRANSCRIPTS / f"{name}.txt"
     if not path.exists() or normalized(path.read_text(encoding="utf-8")) != normalized(text):
         TRANSCRIPTS.mkdir(exist_ok=True)
