@@ -115,7 +115,7 @@ def test_prints_a_pass_fail_table_without_json(pumped: Rehearsal, cli: CliRunner
     assert re.findall(r"│ (PASS|FAIL) +│", result.output) == ["PASS"] * 13
     assert "Smoke PASSED" in result.output
     # And while it waited, it said what it was waiting for
-    assert "0.0 s  valid waiting for the pipe" in result.output
+    assert re.search(r"\d+\.\d s  valid waiting for the pipe", result.output)  # elapsed time varies with load
 
 
 def test_a_missing_alert_fails_the_run_with_the_failing_rows(pumped: Rehearsal, cli: CliRunner) -> None:
