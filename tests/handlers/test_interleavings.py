@@ -62,6 +62,10 @@ SCENARIOS: dict[str, list[Attempt]] = {
     ],
     "conflict": [Attempt("first", "m-1", ORDER), Attempt("conflict", "m-2", CONFLICTING)],
 }
+# The suite's fault kinds per scenario. A conflicting body is refused at its first step whoever comes first, so the
+# interleavings that matter there are the owner's faults while the other attempt arrives: one fault kind that leaves
+# a write behind (LOST) covers them; `make explore` runs every kind on every scenario.
+SUITE_FAULTS: dict[str, tuple[Fault, ...]] = dict.fromkeys(SCENARIOS, DISTINCT_FAULTS) | {"conflict": (Fault.LOST,)}
 # Bench only (make explore): three attempts at once.
 LARGE_SCENARIOS: dict[str, list[Attempt]] = {
     "resend-and-twin": [Attempt("first", "m-1", ORDER), Attempt("twin", "m-1", ORDER), Attempt("resend", "m-2", ORDER)],
@@ -129,7 +133,7 @@ def test_every_interleaving_of_one_orders_attempts_keeps_the_books(
 
     with (
         emulated_account(template, monkeypatch) as account,
-        exploring(account, SCENARIOS[scenario], max_faults=1, check=tally) as explorer,
+        exploring(account, SCENARIOS[scenario], max_faults=1, check=tally, kinds=SUITE_FAULTS[scenario]) as explorer,
     ):
         started = time.perf_counter()
         runs = explorer.explore()
