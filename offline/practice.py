@@ -8,6 +8,8 @@ offline/practice_gateway.py serves it on 127.0.0.1. A background thread keeps pu
 from __future__ import annotations
 
 import logging
+import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -169,16 +171,26 @@ def start(
 def serve_until_interrupted(
     aws: Rehearsal, port: int, say: Any, ready: threading.Event | None = None, stop: threading.Event | None = None
 ) -> None:
-    """Serve the account, print how to reach it, and block until Ctrl-C (or `stop`, for tests)."""
-    with practice_account(aws, port) as account:
-        for line in instructions(account):
-            say(line)
-        if ready is not None:
-            ready.set()
-        try:
+    """Serve the account, print how to reach it, and block until Ctrl-C or SIGTERM (or `stop`, for tests)."""
+    if threading.current_thread() is threading.main_thread():
+        # A shell starting us in the background ignores SIGINT for us; `kill PID` should stop cleanly too.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with practice_account(aws, port) as account:
+            for line in instructions(account):
+                say(line)
+            sys.stdout.flush()
+            if ready is not None:
+                ready.set()
             (stop or threading.Event()).wait()
-        except KeyboardInterrupt:
-            say("Stopping the practice account.")
+    except KeyboardInterrupt:
+        say("Stopping the practice account.")
+        sys.stdout.flush()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m offline.practice`

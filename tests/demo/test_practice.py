@@ -10,6 +10,8 @@ import io
 import json
 import os
 import re
+import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,14 +36,15 @@ _VOLATILE = [
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
     (re.compile(r"pipe-[0-9a-f]{32}"), "pipe-<id>"),
     (re.compile(r"(Table[0-9A-F]{8})-[0-9A-Z]{12}"), r"\1-<suffix>"),  # CloudFormation's physical-name suffix
-    (re.compile(r"│\s*\d+\s*│(?=\s*$)"), "│ <age> │"),
+    (re.compile(r"│\s*\d+\s*│(?=\s*$)", flags=re.M), "│ <age> │"),  # the last column: an age in seconds
 ]
 
 
 def normalized(text: str) -> str:
+    """The text without its volatile parts, lines sorted: executions end, and are listed, in any order."""
     for pattern, replacement in _VOLATILE:
         text = pattern.sub(replacement, text)
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+    return "\n".join(sorted(line.rstrip() for line in text.strip().splitlines()))
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +184,45 @@ def test_quoted_transcripts_are_the_practice_transcripts(document: str) -> None:
     assert quoted, f"{document} quotes no ff-ops transcript"
     for block in quoted:
         assert normalized(block) in written, f"{document} quotes a transcript no test wrote:\n{block[:300]}"
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_kill_stops_the_practice_account_cleanly(
+    cloud_assembly: Path, tmp_path: Path, signal_number: int
+) -> None:
+    # Given `ff-practice start` serving (a small demo first)
+    command = [
+        sys.executable,
+        "-m",
+        "offline.practice",
+        "start",
+        "--orders",
+        "4",
+        "--port",
+        "0",
+        "--assembly",
+        str(cloud_assembly),
+        "--report",
+        str(tmp_path / "demo-report.json"),
+    ]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'lambdas'}", "COLUMNS": "200"}
+    with subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if "Ctrl-C stops the account" in line:
+                break
+        endpoint = re.search(r"AWS_ENDPOINT_URL=(\S+)", "".join(lines))
+        assert endpoint is not None, "".join(lines)
+        # When the operator presses Ctrl-C (or kills it)
+        process.send_signal(signal_number)
+        rest = process.communicate(timeout=60)[0]
+    # Then it says so, exits 0, and the port is closed
+    assert process.returncode == 0, "".join(lines)[-1500:] + rest
+    assert "Stopping the practice account." in rest
+    host, port = endpoint.group(1).removeprefix("http://").split(":")
+    with pytest.raises(OSError), socket.create_connection((host, int(port)), timeout=2):
+        pass
