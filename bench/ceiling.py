@@ -20,7 +20,7 @@ class RegionQuotas:
     transitions_burst: int
 
 
-# Standard workflows, per account and region, as issue 8 quotes them from SFN_QUOTAS. The page also says new accounts
+# Standard workflows, per account and region, as the Step Functions quotas page (SFN_QUOTAS) gives them. The page also says new accounts
 # start with reduced state-transition quotas that AWS raises with usage.
 QUOTAS = (
     RegionQuotas(LARGE_REGIONS, 300, 1_300, 1_500, 5_000),

@@ -13,7 +13,7 @@ from offline.faults import Fault, FaultKind
 from offline.orders import OrderKind, make_order, seed_inventory
 from offline.rehearsal import Execution, Rehearsal
 
-# Published figures, quoted from issue 8: billed state transitions of each sample's happy path.
+# Published figures of the anchor samples: billed state transitions of each sample's happy path.
 ANCHORS = (
     ("cdk-patterns saga (happy path)", 4),
     ("AWS saga-pattern-cdk sample (happy path)", 7),

@@ -85,7 +85,7 @@ def _transitions(run: Run) -> str:
         rows.append([scenario.name, result.states_entered, sum(result.retries), result.usage.transitions, ends,
                      states])
     anchors = [["this project (measured above)", run.paths["happy path"].usage.transitions],
-               *([f"{name}: published figure, quoted from issue 8", value] for name, value in ANCHORS)]
+               *([f"{name}: published figure of the sample", value] for name, value in ANCHORS)]
     return "\n".join([
         "## 1. State transitions per path",
         "",

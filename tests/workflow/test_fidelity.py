@@ -148,7 +148,7 @@ def described(input_text: str, output: str | None = None) -> dict[str, object]:
 
 
 def test_an_input_that_would_overflow_the_event_is_left_out_and_flagged() -> None:
-    # Given the 263,773-byte input seen in issue 12 (a JSON array holding one large record)
+    # Given a 263,773-byte input, as an earlier rehearsal produced (a JSON array holding one large record)
     big = json.dumps([{"body": "x" * 263_759}])
     assert len(big.encode()) == 263_773
 
