@@ -20,8 +20,8 @@ class RegionQuotas:
     transitions_burst: int
 
 
-# Standard workflows, per account and region, as the Step Functions quotas page (SFN_QUOTAS) gives them. The page also says new accounts
-# start with reduced state-transition quotas that AWS raises with usage.
+# Standard workflows, per account and region, as the Step Functions quotas page (SFN_QUOTAS) gives them. The page
+# also says new accounts start with reduced state-transition quotas that AWS raises with usage.
 QUOTAS = (
     RegionQuotas(LARGE_REGIONS, 300, 1_300, 1_500, 5_000),
     RegionQuotas("other regions", 150, None, 1_500, 5_000),
