@@ -117,5 +117,5 @@ def next_steps(console: Console, result: dict[str, Any], report: Path, *, practi
     if practising:
         console.print("Practise those recoveries now: the account stays up (below).")
     else:
-        console.print("Practise them with ff-ops against this run's account: make practice (or .venv/bin/ff-practice "
-                      "start), then follow docs/operator-cli.md, \"Practice account\".")
+        console.print("Practise them with the operator CLI on this run's account: make practice (or "
+                      ".venv/bin/ff-practice start), then follow docs/operator-cli.md, \"Practice account\".")
