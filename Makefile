@@ -123,11 +123,17 @@ ops: install ## run ff-ops from the venv: make ops ARGS="failures list" (or call
 
 .PHONY: explore
 explore: install ## the interleaving explorer at its large bound: three attempts of one order, up to two faults (EXPLORE_FAULTS=2)
-	$(RUN) python -m tests.handlers.test_interleavings
+	$(RUN) pytest -p no:xdist -q -s tests/handlers/explore_large.py
+
+.PHONY: wide
+wide: install ## the wider searches that do not fit the suite: property tests at 5x their examples, the explorer's large bound
+	FF_WIDE=1 $(RUN) pytest -p no:xdist -q tests/workflow/test_properties.py tests/handlers/test_saga_properties.py
+	$(MAKE) explore
 
 .PHONY: bench
-bench: synth ## measure transitions, cost, cold starts, synth, throughput and the AWS ceiling; writes docs/performance.md
+bench: synth ## measure transitions, cost, cold starts, synth, throughput and the AWS ceiling (docs/performance.md), then make wide
 	$(RUN) python bench/run.py
+	$(MAKE) wide
 
 snapshot-update: install ## accept the current template as the reviewed snapshot
 	$(RUN) pytest tests/infra/test_snapshot.py --snapshot-update

@@ -9,7 +9,6 @@ copies, and at most one fault per run. `make explore` runs three attempts and tw
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -163,18 +162,9 @@ def explore_large(template: dict[str, Any], max_faults: int) -> dict[str, int]:
     counts = {}
     with pytest.MonkeyPatch.context() as monkeypatch, emulated_account(template, monkeypatch) as account:
         for name, attempts in {**SCENARIOS, **LARGE_SCENARIOS}.items():
+            started = time.perf_counter()
             with exploring(account, attempts, max_faults, kinds=tuple(Fault)) as explorer:
                 counts[name] = explorer.explore()
+            print(f"{name}: {counts[name]} interleavings ({explorer.steps} steps) in "
+                  f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     return counts
-
-
-if __name__ == "__main__":  # pragma: no cover - `make explore`
-    from tests.support.cdk import load_template, synthesize
-
-    faults = int(os.environ.get("EXPLORE_FAULTS", "2"))
-    directory = synthesize(__import__("pathlib").Path("cdk.out.explore"))
-    begun = time.perf_counter()
-    totals = explore_large(load_template(directory), faults)
-    for name, count in totals.items():
-        print(f"{name}: {count} interleavings")
-    print(f"total {sum(totals.values())} interleavings, up to {faults} faults, in {time.perf_counter() - begun:.0f} s")

@@ -14,6 +14,7 @@ from tests.handlers.account import Account
 from tests.handlers.conftest import emulated_account
 from tests.handlers.saga import MAX_ATTEMPTS, SagaDriver, faults
 from tests.support import events
+from tests.support.wide import examples
 
 SKUS = ["SKU-A", "SKU-B", "SKU-C", "SKU-D"]
 # Where an attempt can break: business errors by input, or AWS faults at one step that either recover within
@@ -61,7 +62,7 @@ def fault_for(plan: str, account: Account) -> tuple[str, str, str, int, bool] | 
     return operation, "ThrottlingException", table, times, when == "after"
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(initial=stock, plans=orders)
 # The pivot case always runs, whatever hypothesis draws: shipment written, ArrangeShipping exhausted, then undone.
 @example(initial=dict.fromkeys(SKUS, 5), plans=[([("SKU-A", 2)], "exhausts:ship:after"), ([("SKU-A", 1)], "ok")])

@@ -15,6 +15,7 @@ from offline.faults import Fault, FaultKind
 from offline.invariants import saga_violations
 from offline.orders import OrderKind, make_order, seed_inventory
 from offline.rehearsal import Rehearsal
+from tests.support.wide import examples
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
 
@@ -29,7 +30,7 @@ faults = st.one_of(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])  # shrinking re-deploys per step: too slow
 @given(
     kinds=st.lists(st.sampled_from(list(OrderKind)), min_size=1, max_size=6),

@@ -1,0 +1,24 @@
+"""`make explore`: the interleaving explorer at its large bound (not collected by the suite: no test_ prefix).
+
+Three attempts of one order as well as the suite's two, with up to EXPLORE_FAULTS faults (default 2) of every kind.
+Run it through pytest so that it gets the suite's fixtures: the synthesized template and the emulated account.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from tests.handlers.test_interleavings import explore_large
+
+
+def test_every_interleaving_at_the_large_bound_keeps_the_books(template: dict[str, Any]) -> None:
+    faults = int(os.environ.get("EXPLORE_FAULTS", "2"))
+    started = time.perf_counter()
+    totals = explore_large(template, faults)
+    elapsed = time.perf_counter() - started
+    print(f"total {sum(totals.values())} interleavings, up to {faults} faults of every kind, in {elapsed:.0f} s",
+          file=sys.stderr)
+    assert all(count > 0 for count in totals.values())
