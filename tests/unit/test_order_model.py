@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from decimal import Decimal
 from typing import get_args
@@ -85,12 +84,24 @@ json_values = st.recursive(
 @settings(max_examples=200)
 @given(body=st.text(max_size=200) | json_values.map(json.dumps))
 def test_arbitrary_text_or_json_is_either_a_valid_order_or_invalid_order(body: str) -> None:
-    with contextlib.suppress(InvalidOrder):
-        parse_order(body)
+    try:
+        order = parse_order(body)
+    except InvalidOrder as error:
+        # Refused with a message a person can act on, never the raw body echoed back.
+        assert str(error).startswith(("invalid order:", "order body")), str(error)
+        assert len(str(error)) < 600
+    else:
+        # Accepted only if it really is an order: it reads back as the same order.
+        assert parse_order(json.dumps(order.to_json_dict())) == order
 
 
 @settings(max_examples=200)
 @given(field=st.sampled_from(["orderId", "customerId", "items", "payment", "shippingAddress"]), value=json_values)
 def test_any_value_in_any_top_level_field_never_escapes_as_another_error(field: str, value: object) -> None:
-    with contextlib.suppress(InvalidOrder):
-        parse_order(json.dumps(events.order(**{field: value})))
+    # Only the replaced field can be wrong, so a refusal must point at it; an acceptance must keep the value.
+    try:
+        order = parse_order(json.dumps(events.order(**{field: value})))
+    except InvalidOrder as error:
+        assert str(error).startswith(f"invalid order: {field}"), str(error)
+    else:
+        assert order.to_json_dict()[field] == value
