@@ -6,12 +6,12 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from offline.accounting import DUPLICATE_ENDS
 from offline.cost import Usage, add, per_million, usage_of_execution
 from offline.demo import MIX, RESEND_SHARE, SQS_DUPLICATE_SHARE
 from offline.faults import Fault, FaultKind
 from offline.orders import OrderKind, make_order, seed_inventory
 from offline.rehearsal import Execution, Rehearsal
+from stacks.contract import DUPLICATE_ENDS
 
 # Published figures of the anchor samples: billed state transitions of each sample's happy path.
 ANCHORS = (

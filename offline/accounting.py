@@ -10,11 +10,10 @@ from enum import StrEnum
 from typing import Any
 
 from offline.rehearsal import Execution, Rehearsal
+from stacks.contract import DUPLICATE_ENDS
 
 _EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s]+:\d+:execution:[^:\s]+:[A-Za-z0-9_-]+")
 HANDLED_FAILURE = "OrderFailed"
-# The Succeed states a second execution of the same SQS message ends in; the first one decides its fate.
-DUPLICATE_ENDS = {"DuplicateDeliveryIgnored", "DuplicateFailureIgnored"}
 
 
 class Place(StrEnum):

@@ -18,13 +18,14 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from offline.accounting import DUPLICATE_ENDS, Ledger, Place, account
+from offline.accounting import Ledger, Place, account
 from offline.cost import PRICES, Usage, add, per_million, usage_of_execution
 from offline.demo_report import next_steps, render
 from offline.faults import Fault, FaultKind
 from offline.orders import OrderKind, SampleOrder, make_order, seed_inventory
 from offline.rehearsal import Rehearsal
-from offline.trend_page import trend_page
+from ops.trend_page import trend_page
+from stacks.contract import DUPLICATE_ENDS
 
 app = typer.Typer(add_completion=False, help=__doc__)
 

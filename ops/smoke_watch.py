@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ops.dlq import HeldMessages
 from ops.records import FailureRecord, UnrecognizedMessage, parse
+from stacks.contract import DUPLICATE_ENDS
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -25,8 +26,6 @@ TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
 # Names from statemachines/order_saga.asl.json: the task that writes the failure record and the one that alerts.
 RECORD_STATE = "HandleFailure"
 ALERT_STATE = "NotifyFailure"
-# The states that end an execution of a message another execution already owns (SQS delivered it twice).
-DUPLICATE_ENDS = frozenset({"DuplicateDeliveryIgnored", "DuplicateFailureIgnored"})
 
 
 @dataclass

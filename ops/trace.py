@@ -21,6 +21,7 @@ from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import NotFound
 from ops.failures import list_failures
 from ops.records import FailureRecord
+from stacks.contract import DUPLICATE_ENDS
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -35,8 +36,6 @@ COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
 ALERT_STATE = "NotifyFailure"
 # The error an execution ends with once HandleFailure put the order in the failure DLQ (ops/executions.py).
 RECORDED_ERROR = "OrderFailed"
-# Succeed states a duplicate delivery ends in: that execution did nothing, an earlier one decided the order.
-DUPLICATE_ENDS = frozenset({"DuplicateDeliveryIgnored", "DuplicateFailureIgnored"})
 _TASK_END = {
     "TaskSucceeded": "succeeded",
     "TaskFailed": "failed",

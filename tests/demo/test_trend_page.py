@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from offline.trend_page import trend_page
+from ops.trend_page import trend_page
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [

@@ -1,4 +1,7 @@
-"""The failure-trend page: one self-contained HTML file (inline SVG, no script, no network) from the demo's report."""
+"""The failure-trend page: one self-contained HTML file (inline SVG, no script, no network).
+
+Written by the demo from its report (`trend_page`) and by `ff-ops report --html` from a deployed stack (`page`).
+"""
 
 from __future__ import annotations
 
@@ -81,14 +84,14 @@ def _table(table_id: str, headers: tuple[str, ...], rows: list[tuple[Any, ...]])
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def trend_page(result: dict[str, Any]) -> str:
-    """The page for one demo report (offline/demo.py summarize)."""
-    timeline = result.get("timeline", [])
+def page(title: str, summary: str, timeline: list[dict[str, Any]], outcomes: list[tuple[str, int]],
+         errors: list[tuple[str, int]]) -> str:
+    """The page: executions over time by status, failures by error and by step, and the two tables.
+
+    `timeline` holds one {"t": seconds since the first start, "status", "error", "step"} per execution; `summary` is
+    a sentence of plain text shown under the title.
+    """
     failed = [e for e in timeline if e["status"] != "SUCCEEDED"]
-    c = result["conservation"]
-    verdict = "BALANCED" if c["balanced"] and not c["saga_violations"] else "NOT BALANCED"
-    outcomes = sorted(result["outcomes"].items(), key=lambda item: -item[1])
-    opts = result["options"]
     sections = [
         "<h2>Executions over time, by status</h2>",
         stacked_bars(
@@ -112,11 +115,8 @@ def trend_page(result: dict[str, Any]) -> str:
         "<h2>Where every message ended</h2>",
         _table("outcomes", ("outcome", "messages"), outcomes),
         "<h2>Failures by error</h2>",
-        _table("errors", ("error", "messages"), sorted(result["errors"].items(), key=lambda item: -item[1])),
+        _table("errors", ("error", "messages"), errors),
     ]
-    title = (
-        f"Fire-and-forget offline demo: {result['messages_in']} messages, chaos={opts['chaos']}, seed={opts['seed']}"
-    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>"
@@ -125,8 +125,26 @@ def trend_page(result: dict[str, Any]) -> str:
         "td:last-child{text-align:right}h2{font-size:1.1em;margin-top:1.5em}"
         "</style></head><body>"
         f"<h1>{escape(title)}</h1>"
-        f'<p id="verdict">Conservation: {c["in"]} in = {c["accounted"]} accounted for, lost {c["lost"]}: '
-        f"<strong>{verdict}</strong>. {len(timeline)} executions, {len(failed)} unsuccessful.</p>"
+        f'<p id="verdict">{summary} {len(timeline)} executions, {len(failed)} unsuccessful.</p>'
         + "".join(sections)
         + "</body></html>\n"
+    )
+
+
+def trend_page(result: dict[str, Any]) -> str:
+    """The page for one demo report (offline/demo.py summarize)."""
+    c = result["conservation"]
+    verdict = "BALANCED" if c["balanced"] and not c["saga_violations"] else "NOT BALANCED"
+    opts = result["options"]
+    title = (
+        f"Fire-and-forget offline demo: {result['messages_in']} messages, chaos={opts['chaos']}, seed={opts['seed']}"
+    )
+    summary = (f"Conservation: {c['in']} in = {c['accounted']} accounted for, lost {c['lost']}: "
+               f"<strong>{verdict}</strong>.")
+    return page(
+        title,
+        summary,
+        result.get("timeline", []),
+        sorted(result["outcomes"].items(), key=lambda item: -item[1]),
+        sorted(result["errors"].items(), key=lambda item: -item[1]),
     )

@@ -1,0 +1,33 @@
+"""The names stacks/contract.py shares with offline/ and ops/ are the ones the order saga's ASL defines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from stacks.contract import DUPLICATE_ENDS
+
+ASL_FILE = Path(__file__).resolve().parents[2] / "statemachines" / "order_saga.asl.json"
+
+
+def _states(states: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every state of a definition, those inside Parallel branches and Map processors included."""
+    for name, state in states.items():
+        yield name, state
+        for branch in state.get("Branches", []):
+            yield from _states(branch["States"])
+        if "ItemProcessor" in state:
+            yield from _states(state["ItemProcessor"]["States"])
+
+
+def test_duplicate_ends_are_the_sagas_succeed_states() -> None:
+    # Given the order saga's definition, whose only Succeed states end an execution that another one owns
+    definition = json.loads(ASL_FILE.read_text(encoding="utf-8"))
+
+    # When its Succeed states are collected
+    succeed = {name for name, state in _states(definition["States"]) if state["Type"] == "Succeed"}
+
+    # Then they are exactly the quiet ends offline/ and ops/ count as duplicates
+    assert succeed == DUPLICATE_ENDS
