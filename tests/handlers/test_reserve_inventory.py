@@ -5,8 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
-from common.errors import DuplicateDelivery, DuplicateOrder, InvalidOrder, OrderConflict, OutOfStock, TransientError
+from common.errors import (
+    DuplicateDelivery,
+    DuplicateOrder,
+    InvalidOrder,
+    OrderConflict,
+    OutOfStock,
+    SagaError,
+    TransientError,
+    error_code,
+)
 from reserve_inventory.handler import handler
 from tests.handlers.account import Account
 from tests.handlers.saga import emitted_metrics, faults
@@ -229,6 +239,9 @@ def test_an_unreachable_idempotency_store_is_transient(account: Account, lambda_
 
 def test_a_non_transient_aws_error_is_not_disguised_as_transient(account: Account, lambda_context: Any) -> None:
     account.stock_up(SKU_RED_MUG=5, SKU_TEA_100G=3)
-    with faults("transact_write_items", "AccessDeniedException"), pytest.raises(Exception) as raised:
+    with faults("transact_write_items", "AccessDeniedException"), pytest.raises(ClientError) as raised:
         reserve(lambda_context, events.sqs_record(events.order()))
-    assert not isinstance(raised.value, TransientError)
+    # The AWS error itself reaches the state machine (no Retry matches it), not a TransientError nor a business error.
+    assert not isinstance(raised.value, SagaError)
+    assert error_code(raised.value) == "AccessDeniedException"
+    assert account.stock("SKU-RED-MUG") == 5
