@@ -47,6 +47,11 @@ def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
         stubber.assert_no_pending_responses()
 
 
+def client_of(stub: Stubber) -> Any:
+    """The stubbed DynamoDB client (typed Any: boto3 returns a BaseClient to the type checker)."""
+    return stub.client
+
+
 def cancelled(stub: Stubber, *reasons: dict[str, str]) -> None:
     stub.add_client_error(
         "transact_write_items",
@@ -73,7 +78,7 @@ def reservation_item(status: str, attempt: str) -> dict[str, Any]:
 
 
 def reserve(stub: Stubber) -> tuple[Reservation, bool]:
-    client = stub.client
+    client = client_of(stub)
     claim = DynamoDBOrderLedger(client, "Orders").claim_item(ORDER, "fp", ATTEMPT, "arn:exec", None)
     return DynamoDBInventory(client, "Inventory", "Reservations").reserve(ORDER, ATTEMPT, LINES, claim)
 
@@ -165,7 +170,7 @@ def hand_over_action() -> dict[str, Any]:
 
 def release(stub: Stubber) -> bool:
     reservation = Reservation(ORDER, ATTEMPT, RESERVED, tuple(LINES))
-    inventory = DynamoDBInventory(stub.client, "Inventory", "Reservations")
+    inventory = DynamoDBInventory(client_of(stub), "Inventory", "Reservations")
     return inventory.release(reservation, hand_over_action())  # type: ignore[arg-type]
 
 
@@ -218,7 +223,7 @@ def test_a_charge_already_made_is_returned_as_not_created(stub: Stubber) -> None
     )
     stub.add_client_error("put_item", service_error_code="ConditionalCheckFailedException")
     stub.add_response("get_item", {"Item": charge_item(CHARGED)}, consistent)
-    provider = LedgerPaymentProvider(stub.client, "Payments", Decimal("5000"))
+    provider = LedgerPaymentProvider(client_of(stub), "Payments", Decimal("5000"))
     existing, created = provider.charge(ChargeRequest(ORDER, "c-1", ATTEMPT, Decimal("25.00"), "USD", "tok_visa"))
     assert (existing.status, existing.amount, created) == (CHARGED, Decimal("25.00"), False)
 
@@ -237,7 +242,7 @@ def test_a_refunded_charge_is_never_returned_as_live(stub: Stubber, stored: str 
         consistent_read(
             stub, "Payments", {"pk": {"S": f"ORDER#{ORDER}"}}, charge_item(stored) if stored is not None else None
         )
-        provider = LedgerPaymentProvider(stub.client, "Payments", Decimal("5000"))
+        provider = LedgerPaymentProvider(client_of(stub), "Payments", Decimal("5000"))
         provider.charge(ChargeRequest(ORDER, "c-1", ATTEMPT, Decimal("25.00"), "USD", "tok_visa"))
 
 
@@ -256,10 +261,12 @@ def shipment_item(status: str, attempt: str) -> dict[str, Any]:
 
 
 def arrange(stub: Stubber) -> Any:
-    complete = DynamoDBOrderLedger(stub.client, "Orders").transition_item(
+    complete = DynamoDBOrderLedger(client_of(stub), "Orders").transition_item(
         ORDER, ATTEMPT, "arn:exec", to="COMPLETED", allowed_from=("ACTIVE",)
     )
-    return DynamoDBShipments(stub.client, "Shipments").arrange(ORDER, ATTEMPT, "yamato", {"country": "JP"}, complete)
+    return DynamoDBShipments(client_of(stub), "Shipments").arrange(
+        ORDER, ATTEMPT, "yamato", {"country": "JP"}, complete
+    )
 
 
 def test_a_shipment_this_attempt_arranged_is_returned_as_not_created(stub: Stubber) -> None:
@@ -313,16 +320,16 @@ def test_the_undo_request_is_conditional_on_this_attempt_and_stamps_a_numeric_ti
             "ReturnValues": "ALL_NEW",
         },
     )
-    refunded = LedgerPaymentProvider(stub.client, "Payments", Decimal("5000")).refund(ORDER, ATTEMPT)
+    refunded = LedgerPaymentProvider(client_of(stub), "Payments", Decimal("5000")).refund(ORDER, ATTEMPT)
     assert refunded is not None and refunded.status == REFUNDED
 
 
 def test_an_undo_whose_condition_failed_is_nothing_to_undo(stub: Stubber) -> None:
     stub.add_client_error("update_item", service_error_code="ConditionalCheckFailedException")
-    assert DynamoDBShipments(stub.client, "Shipments").cancel(ORDER, ATTEMPT) is None
+    assert DynamoDBShipments(client_of(stub), "Shipments").cancel(ORDER, ATTEMPT) is None
 
 
 def test_an_undo_refused_for_another_reason_is_the_aws_error(stub: Stubber) -> None:
     stub.add_client_error("update_item", service_error_code="AccessDeniedException")
     with pytest.raises(ClientError):
-        DynamoDBShipments(stub.client, "Shipments").cancel(ORDER, ATTEMPT)
+        DynamoDBShipments(client_of(stub), "Shipments").cancel(ORDER, ATTEMPT)
