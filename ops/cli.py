@@ -39,6 +39,8 @@ from ops.trace import DEFAULT_MAX_EXECUTIONS, TraceRequest
 from ops.trace import trace as trace_order
 from ops.trace_output import document as trace_document
 from ops.trace_output import render as render_trace
+from ops.trend_report import DEFAULT_MAX_EXECUTIONS as DEFAULT_MAX_TREND_EXECUTIONS
+from ops.trend_report import collect as collect_trends
 from stacks.config import DEFAULT_STACK_NAME
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -265,6 +267,35 @@ def trace(key: Annotated[str, typer.Argument(metavar="ORDER_ID|MESSAGE_ID",
         if not as_json:
             render_trace(out, dlq, found)
         return ExitCode.OK, trace_document(stack.name, dlq, found)
+
+    _run(stack_name, region, profile, as_json, body)
+
+
+@app.command("report")
+def report_page(html: Annotated[Path, typer.Option("--html", help="Where to write the page (HTML, self-contained).")],
+                stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
+                as_json: AsJson = False,
+                hours: Annotated[float, typer.Option(min=0.0, help="Executions started in the last N hours.")] = 24.0,
+                since: Annotated[datetime | None, typer.Option(
+                    formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%dT%H:%M:%S"],
+                    help="Executions started at or after this time (ISO 8601; UTC if no offset); overrides "
+                         "--hours.")] = None,
+                max_executions: Annotated[int, typer.Option(
+                    min=1, help="Read at most the newest N executions.")] = DEFAULT_MAX_TREND_EXECUTIONS) -> None:
+    """Write the failure-trend page: executions and failures over time, by error and by step, with the counts."""
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        start = since.replace(tzinfo=since.tzinfo or UTC) if since else _now() - timedelta(hours=hours)
+        trend = collect_trends(clients, stack, start, max_executions)
+        html.write_text(trend.html(), encoding="utf-8")
+        if not as_json:
+            unsuccessful = sum(count for status, count in trend.outcomes if status != "SUCCEEDED")
+            out.print(f"Wrote {html}: {len(trend.timeline)} executions since {start.isoformat(timespec='seconds')}, "
+                      f"{unsuccessful} unsuccessful" + (" (the newest only)." if trend.truncated else "."))
+        return ExitCode.OK, {"schema": "ff-ops/report/v1", "stack": stack.name, "html": str(html),
+                             "since": start.isoformat(), "executions": len(trend.timeline),
+                             "outcomes": dict(trend.outcomes), "errors": dict(trend.errors),
+                             "truncated": trend.truncated}
 
     _run(stack_name, region, profile, as_json, body)
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-import shutil
 import struct
-import subprocess
 import zlib
 from pathlib import Path
 from typing import Any
@@ -13,17 +11,7 @@ from typing import Any
 import pytest
 
 from ops.trend_page import trend_page
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.support.chromium import chromium
 
 
 def _result() -> dict[str, Any]:
@@ -45,18 +33,6 @@ def _result() -> dict[str, Any]:
     }
 
 
-def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("headless Chromium is missing: `make chromium` (apt-get install chromium) installs it")
-    return subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-
-
 @pytest.fixture
 def page(tmp_path: Path) -> Path:
     path = tmp_path / "demo-report.html"
@@ -65,7 +41,7 @@ def page(tmp_path: Path) -> Path:
 
 
 def test_the_rendered_page_shows_the_counts_by_error_status_and_step(page: Path, tmp_path: Path) -> None:
-    dom = _chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
 
     def legend(chart: str) -> dict[str, int]:
         svg = re.search(rf'<svg id="{chart}".*?</svg>', dom, flags=re.S)
@@ -119,7 +95,7 @@ def _pixels(png: bytes) -> tuple[int, int, list[bytes]]:
 
 def test_a_screenshot_of_the_page_shows_the_chart_colours(page: Path, tmp_path: Path) -> None:
     shot = tmp_path / "shot.png"
-    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=800,1400", page.as_uri())
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=800,1400", page.as_uri())
     width, height, rows = _pixels(shot.read_bytes())
     colours = {rows[y][x : x + 3] for y in range(0, height, 2) for x in range(0, width * 3, 6)}
     assert len(colours) > 8, "the screenshot is blank"

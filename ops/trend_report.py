@@ -1,0 +1,99 @@
+"""`report --html`: the failure-trend page of a deployed stack, read from AWS, changing nothing.
+
+ListExecutions of the saga (newest first, back to `since`, at most `max_executions`) gives each execution's status
+and start. An execution HandleFailure recorded ends with `OrderFailed`: its real error and the step that failed are
+in its failure-DLQ record (read, then made visible again, as `failures list` does). Any other unsuccessful execution
+(timed out, aborted, or failed outside HandleFailure) is described once (DescribeExecution: its error) and its
+history read once for the last state it entered.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ops.failures import list_failures
+from ops.trace import RECORDED_ERROR, visits
+from ops.trend_page import page
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions import SFNClient
+
+    from ops.aws import Clients
+    from ops.stack import DeployedStack
+
+DEFAULT_MAX_EXECUTIONS = 2_000
+
+
+@dataclass(frozen=True)
+class TrendReport:
+    """What the page shows, and how much was read to draw it."""
+
+    stack: str
+    since: datetime
+    timeline: list[dict[str, Any]]
+    truncated: bool  # more executions started in the window than `max_executions`
+
+    @property
+    def outcomes(self) -> list[tuple[str, int]]:
+        return Counter(e["status"] for e in self.timeline).most_common()
+
+    @property
+    def errors(self) -> list[tuple[str, int]]:
+        failed = [e["error"] or e["status"] for e in self.timeline if e["status"] != "SUCCEEDED"]
+        return Counter(failed).most_common()
+
+    def html(self) -> str:
+        summary = (f"Stack {self.stack}, executions started since {self.since.isoformat(timespec='seconds')}"
+                   + (" (the newest only: more started than were read)." if self.truncated else "."))
+        return page(f"Fire-and-forget failure trends: {self.stack}", summary, self.timeline, self.outcomes,
+                    self.errors)
+
+
+def collect(clients: Clients, stack: DeployedStack, since: datetime,
+            max_executions: int = DEFAULT_MAX_EXECUTIONS) -> TrendReport:
+    """Read the window's executions and the failure records that explain them."""
+    machine = stack.output("StateMachineArn")
+    listed, truncated = _executions(clients.sfn, machine, since, max_executions)
+    records = {r.execution_arn: r for r in list_failures(clients.sqs, stack.output("FailureDlqUrl")).records
+               if r.execution_arn}
+    first = min((e["startDate"] for e in listed), default=since)
+    timeline = []
+    for execution in sorted(listed, key=lambda e: e["startDate"]):
+        status = execution["status"]
+        error = step = None
+        if status not in ("SUCCEEDED", "RUNNING"):
+            record = records.get(execution["executionArn"])
+            if record is not None:
+                error, step = record.error, record.failed_state
+            else:
+                error, step = _unrecorded(clients.sfn, execution["executionArn"])
+        timeline.append({"t": (execution["startDate"] - first).total_seconds(), "status": status,
+                         "error": error, "step": step})
+    return TrendReport(stack.name, since, timeline, truncated)
+
+
+def _executions(sfn: SFNClient, machine: str, since: datetime, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    found: list[dict[str, Any]] = []
+    for page_ in sfn.get_paginator("list_executions").paginate(stateMachineArn=machine):
+        for execution in page_["executions"]:
+            if execution["startDate"] < since:
+                return found, False
+            if len(found) >= limit:
+                return found, True
+            found.append(dict(execution))
+    return found, False
+
+
+def _unrecorded(sfn: SFNClient, execution_arn: str) -> tuple[str | None, str | None]:
+    """The error and the last state entered of an execution that ended without HandleFailure's record."""
+    described = sfn.describe_execution(executionArn=execution_arn)
+    error = described.get("error") or described["status"]
+    if error == RECORDED_ERROR:  # recorded, but the record has since been redriven or discarded
+        error = "recorded, no longer in the failure DLQ"
+    events = [event for page_ in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
+              for event in page_["events"]]
+    entered = [v.name for v in visits(events)]
+    return error, entered[-1] if entered else None

@@ -1,0 +1,82 @@
+"""`ff-ops report --html` on the offline deployment: the failure-trend page drawn from the stack's own records.
+
+Order numbers are 74xx (the package's deployment keeps earlier tests' executions; `--since` leaves those out).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from offline.faults import Fault, FaultKind
+from offline.orders import OrderKind, make_order
+from offline.rehearsal import Rehearsal
+from tests.ops.helpers import ff_ops
+from tests.support.chromium import rendered_dom
+
+
+def _send(aws: Rehearsal, kind: OrderKind, number: int) -> str | None:
+    sample = make_order(kind, number, random.Random(number))
+    aws.send(sample.body)
+    return sample.order_id
+
+
+def _legend(dom: str, chart: str) -> dict[str, int]:
+    svg = re.search(rf'<svg id="{chart}".*?</svg>', dom, flags=re.S)
+    assert svg is not None, f"{chart} not rendered"
+    found = re.findall(r'class="legend" data-series="([^"]+)" data-total="(\d+)"', svg.group(0))
+    return {name: int(total) for name, total in found}
+
+
+def test_the_page_shows_the_windows_executions_by_status_error_and_step(
+    aws: Rehearsal, cli: CliRunner, tmp_path: Path
+) -> None:
+    # Given, after a point in time: two good orders, one nobody ships to, one malformed, one aborted in ChargePayment
+    since = datetime.now(UTC).isoformat()
+    _send(aws, OrderKind.VALID, 7401)
+    _send(aws, OrderKind.VALID, 7402)
+    _send(aws, OrderKind.UNSERVED, 7403)
+    _send(aws, OrderKind.MALFORMED, 7404)
+    aws.run()
+    held = _send(aws, OrderKind.VALID, 7405)
+    aws.faults.add(Fault("ChargePayment", FaultKind.HANG, order_id=held))
+    aws.drain()
+    (hung,) = aws.wait_for_hang()
+    aws.abort(hung)
+    aws.faults.released.set()
+    aws.run()
+
+    # When the operator writes the report for that window
+    page = tmp_path / "trends.html"
+    code, doc = ff_ops(cli, "report", "--html", str(page), "--since", since)
+
+    # Then the document counts exactly the window's executions, with the recorded errors and the aborted one
+    assert code == 0 and doc["schema"] == "ff-ops/report/v1" and doc["html"] == str(page)
+    assert doc["outcomes"] == {"SUCCEEDED": 2, "FAILED": 2, "ABORTED": 1}
+    assert doc["errors"] == {"ShippingUnavailable": 1, "InvalidOrder": 1, "ABORTED": 1}
+    assert doc["truncated"] is False
+    # And the page, rendered by Chromium, shows the same by status, by error and by the step that failed
+    dom = rendered_dom(tmp_path, page)
+    assert _legend(dom, "executions-by-status") == {"SUCCEEDED": 2, "FAILED": 2, "ABORTED": 1}
+    assert _legend(dom, "failures-by-error") == {"ShippingUnavailable": 1, "InvalidOrder": 1, "ABORTED": 1}
+    assert _legend(dom, "failures-by-step") == {"ArrangeShipping": 1, "ReserveInventory": 1, "ChargePayment": 1}
+    assert "Fire-and-forget failure trends: FireAndForget" in dom
+
+
+def test_a_window_with_more_executions_than_read_says_so(aws: Rehearsal, cli: CliRunner, tmp_path: Path) -> None:
+    # Given three executions in the window
+    since = datetime.now(UTC).isoformat()
+    for number in (7411, 7412, 7413):
+        _send(aws, OrderKind.VALID, number)
+    aws.run()
+
+    # When the report may read only two
+    code, doc = ff_ops(cli, "report", "--html", str(tmp_path / "p.html"), "--since", since, "--max-executions", "2")
+
+    # Then it draws the newest two and says that it stopped
+    assert code == 0 and doc["outcomes"] == {"SUCCEEDED": 2} and doc["truncated"] is True
+    assert "more started than were read" in (tmp_path / "p.html").read_text(encoding="utf-8")
