@@ -20,8 +20,16 @@ def _rows(client: Any, table: str) -> list[dict[str, Any]]:
     return [{key: next(iter(value.values())) for key, value in item.items()} for item in items]
 
 
-def check_books(run: Run, client: Any, tables: dict[str, str], initial: dict[str, int]) -> None:
-    """Raise AssertionError naming the broken rule, the schedule and the faults."""
+def check_books(run: Run, client: Any, tables: dict[str, str], initial: dict[str, int],
+                claim_outages: list[str] | None = None) -> None:
+    """Raise AssertionError naming the broken rule, the schedule and the faults.
+
+    `claim_outages`, when given (the large bound only), collects instead of failing the one case the design accepts
+    (docs/design.md, "Saga and HandleFailure"): a duplicate delivery of a message that succeeded fails before its
+    delivery claim, and then ClaimFailure cannot be written at all (the claim store down through every retry). With
+    nothing to read, HandleFailure records it anyway, since a duplicate record is recoverable and a lost failure is
+    not: the message is then both succeeded and in the failure DLQ (announced once; a redrive of it is absorbed).
+    """
     where = f"schedule={run.schedule} faults={run.faults} ends={[(e.attempt.label, e.end) for e in run.executions]}"
     started = [execution for execution in run.executions if execution.started]
     assert all(e.end is not None for e in started), f"an execution did not end: {where}"
@@ -63,6 +71,14 @@ def check_books(run: Run, client: Any, tables: dict[str, str], initial: dict[str
                 f"stock of {sku}: {stock.get(sku)}, expected {units - taken[sku]}: {where}"
             )
 
+    _check_places(run, started, by_attempt, shipper, where, claim_outages)
+    # A good order with no fault succeeds.
+    if not run.faults:
+        assert shipper is not None, f"a good order without faults did not ship: {where}"
+
+
+def _check_places(run: Run, started: list[Any], by_attempt: dict[str, Any], shipper: str | None, where: str,
+                  claim_outages: list[str] | None) -> None:
     # Every message in exactly one place: succeeded, the failure DLQ, or ignored as a duplicate.
     placed = 0
     for message_id in by_attempt:
@@ -70,6 +86,10 @@ def check_books(run: Run, client: Any, tables: dict[str, str], initial: dict[str
         succeeded = sum(1 for e in runs if e.end == SUCCEEDED_END)
         in_dlq = sum(1 for entry in run.dlq if entry["record"]["messageId"] == message_id)
         places = succeeded + in_dlq
+        claim_down = any(state == "ClaimFailure" and fault.value == "exhaust" for _, state, fault in run.faults)
+        if claim_outages is not None and claim_down and (succeeded, in_dlq) == (1, 1):
+            claim_outages.append(f"{message_id}: {where}")
+            places = 1
         assert places == 1 or (places == 0 and all(e.end in IGNORED_ENDS for e in runs)), (
             f"message {message_id} is in {places} places ({succeeded} succeeded, {in_dlq} in the DLQ): {where}"
         )
@@ -80,6 +100,3 @@ def check_books(run: Run, client: Any, tables: dict[str, str], initial: dict[str
         if succeeded:
             assert shipper == message_id, f"{message_id} succeeded but {shipper} shipped: {where}"
     assert placed >= 1, f"every message of the order was ignored: the order is nowhere: {where}"
-    # A good order with no fault succeeds.
-    if not run.faults:
-        assert shipper is not None, f"a good order without faults did not ship: {where}"
