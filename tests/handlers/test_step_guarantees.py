@@ -57,7 +57,7 @@ def test_a_step_in_progress_expires_with_the_invocation_not_with_the_record(
 ) -> None:
     # When a step is running, its INPROGRESS record carries the invocation's deadline, so that a retry after a Lambda
     # timeout may run instead of finding "already in progress" until the record expires, days later.
-    seen: list[dict[str, Any]] = []
+    seen: list[list[dict[str, Any]]] = []
     started_ms = int(time.time() * 1000)
     run_once(
         StepKey("ord-1", "ReserveInventory", "msg-1"),
