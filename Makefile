@@ -122,13 +122,20 @@ ops: install ## run ff-ops from the venv: make ops ARGS="failures list" (or call
 	$(RUN) ff-ops $(ARGS)
 
 .PHONY: explore
-explore: install ## the interleaving explorer at its large bound: three attempts of one order, up to two faults (EXPLORE_FAULTS=2)
+explore: install ## the interleaving explorer at its large bound: two faults per run (EXPLORE_FAULTS=2), three attempts of one order
 	$(RUN) pytest -p no:xdist -q -s tests/handlers/explore_large.py
 
 .PHONY: wide
 wide: install ## the wider searches that do not fit the suite: property tests at 5x their examples, the explorer's large bound
 	FF_WIDE=1 $(RUN) pytest -p no:xdist -q tests/workflow/test_properties.py tests/handlers/test_saga_properties.py
 	$(MAKE) explore
+
+.PHONY: mutation
+mutation: install ## mutation testing (mutmut) of the saga's core modules against tests/unit and tests/handlers; slow, not in make test
+	rm -rf mutants
+	$(RUN) python tests/support/mutmut_lambdas.py run --max-children 1
+	$(RUN) python tests/support/mutmut_lambdas.py results --all true > mutation-results.txt || true
+	$(RUN) python tests/support/mutation_table.py mutation-results.txt
 
 .PHONY: bench
 bench: synth ## measure transitions, cost, cold starts, synth, throughput and the AWS ceiling (docs/performance.md), then make wide

@@ -1,6 +1,7 @@
 """`make explore`: the interleaving explorer at its large bound (not collected by the suite: no test_ prefix).
 
-Three attempts of one order as well as the suite's two, with up to EXPLORE_FAULTS faults (default 2) of every kind.
+The suite's two-attempt scenarios with up to EXPLORE_FAULTS faults (default 2) of the three distinct kinds, and
+three attempts of one order with one fault of every kind.
 Run it through pytest so that it gets the suite's fixtures: the synthesized template and the emulated account.
 """
 
