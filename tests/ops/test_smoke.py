@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import ops.cli
+import ops.cli_smoke
 import ops.smoke
 from offline.deployment import ACCOUNT
 from offline.faults import Fault, FaultKind
@@ -27,7 +27,7 @@ FAST = ("--timeout", "60", "--poll-seconds", "0")
 def pumped(aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
     """Each wait of the smoke run delivers what the pipe would and lets every execution finish."""
     monkeypatch.setattr(ops.smoke, "pause", lambda _seconds: aws.run())
-    monkeypatch.setattr(ops.cli, "new_run_id", lambda: RUN_ID)
+    monkeypatch.setattr(ops.cli_smoke, "new_run_id", lambda: RUN_ID)
     return aws
 
 
@@ -40,7 +40,7 @@ def hung(aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rehearsal]
         aws.runtime.hanging.wait(30)  # a loaded machine must not turn "stuck" into "never started"
 
     monkeypatch.setattr(ops.smoke, "pause", hand_over)
-    monkeypatch.setattr(ops.cli, "new_run_id", lambda: RUN_ID)
+    monkeypatch.setattr(ops.cli_smoke, "new_run_id", lambda: RUN_ID)
     aws.faults.add(Fault("ArrangeShipping", FaultKind.HANG, order_id=f"smoke-{RUN_ID}-valid"))
     yield aws
     aws.faults.released.set()
@@ -215,7 +215,7 @@ def test_a_record_of_its_own_message_but_another_run_id_is_not_its_own(
                 aws.sqs.send_message(QueueUrl=aws.outputs["FailureDlqUrl"], MessageBody=planted[0])
 
     monkeypatch.setattr(ops.smoke, "pause", pump_and_plant)
-    monkeypatch.setattr(ops.cli, "new_run_id", lambda: RUN_ID)
+    monkeypatch.setattr(ops.cli_smoke, "new_run_id", lambda: RUN_ID)
 
     # When the smoke runs
     code, document = ff_ops(cli, "smoke", *FAST)

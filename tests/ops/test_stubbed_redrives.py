@@ -18,7 +18,7 @@ import pytest
 from botocore.stub import Stubber
 from typer.testing import CliRunner
 
-import ops.cli
+import ops.cli_common
 from ops.aws import Clients
 from ops.cli import app
 from ops.executions import ExecutionRedriveRequest, Verdict, redrive_executions
@@ -57,8 +57,8 @@ def stubbed() -> Iterator[dict[str, Stubber]]:
 def cli(stubbed: dict[str, Stubber], monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     clients = Clients(REGION, *(stubbed[n].client for n in  # type: ignore[arg-type]
                                 ("cloudformation", "sqs", "stepfunctions", "pipes", "cloudwatch")))
-    monkeypatch.setattr(ops.cli, "connect", lambda **_: clients)
-    monkeypatch.setattr(ops.cli, "_now", lambda: NOW)
+    monkeypatch.setattr(ops.cli_common, "connect", lambda **_: clients)
+    monkeypatch.setattr(ops.cli_common, "now", lambda: NOW)
     return CliRunner()
 
 

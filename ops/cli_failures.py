@@ -1,0 +1,184 @@
+"""ff-ops failures: list, show, redrive and discard the failure DLQ's records."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ops import render, report
+from ops.aws import Clients
+from ops.cli_common import (
+    FLAG,
+    AsJson,
+    DryRun,
+    Errors,
+    OrderIds,
+    Profile,
+    Region,
+    Since,
+    StackName,
+    Until,
+    Visibility,
+    checked_selection,
+    fail,
+    run,
+)
+from ops.discard import DiscardRequest, discard_failures
+from ops.discard_output import document as discard_document
+from ops.discard_output import render as render_discard
+from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT
+from ops.errors import ExitCode, UsageError
+from ops.failures import DEFAULT_LIMIT, find_failures, list_failures
+from ops.redrive import RedriveRequest, redrive_failures
+from ops.stack import DeployedStack
+from stacks.config import DEFAULT_STACK_NAME
+
+failures_app = typer.Typer(no_args_is_help=True, help="The failure DLQ: orders whose saga failed.")
+
+
+@failures_app.command("list")
+def failures_list(
+    stack_name: StackName = DEFAULT_STACK_NAME,
+    region: Region = None,
+    profile: Profile = None,
+    as_json: AsJson = False,
+    order_id: OrderIds = None,
+    error: Errors = None,
+    since: Since = None,
+    until: Until = None,
+    limit: Annotated[int, typer.Option(min=1, help="Read at most N messages of the DLQ.")] = DEFAULT_LIMIT,
+    visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
+) -> None:
+    """List the failure DLQ's records (read, then made visible again at once)."""
+    chosen = checked_selection(order_id, error, since, until, as_json)
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        listing = list_failures(
+            clients.sqs, stack.output("FailureDlqUrl"), chosen, limit=limit, visibility_timeout=visibility_timeout
+        )
+        if not as_json:
+            render.failures_list(out, listing)
+        return ExitCode.OK, report.failures_list(stack.name, listing)
+
+    run(stack_name, region, profile, as_json, body)
+
+
+@failures_app.command("show")
+def failures_show(
+    key: Annotated[str, typer.Argument(help="Order id, DLQ message id, source message id or execution ARN.")],
+    stack_name: StackName = DEFAULT_STACK_NAME,
+    region: Region = None,
+    profile: Profile = None,
+    as_json: AsJson = False,
+    visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
+) -> None:
+    """Everything recorded about one failure: error, cause, compensation, the original message."""
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        records = find_failures(clients.sqs, stack.output("FailureDlqUrl"), key, visibility_timeout=visibility_timeout)
+        if not as_json:
+            for record in records:
+                render.failure_detail(out, record)
+        return ExitCode.OK, report.failures_show(stack.name, records)
+
+    run(stack_name, region, profile, as_json, body)
+
+
+@failures_app.command("redrive")
+def failures_redrive(
+    stack_name: StackName = DEFAULT_STACK_NAME,
+    region: Region = None,
+    profile: Profile = None,
+    as_json: AsJson = False,
+    order_id: OrderIds = None,
+    error: Errors = None,
+    since: Since = None,
+    until: Until = None,
+    all_: Annotated[bool, typer.Option("--all", metavar=FLAG, help="Every failure record.")] = False,
+    dry_run: DryRun = False,
+    max_: Annotated[int | None, typer.Option("--max", min=1, help="Redrive at most N.")] = None,
+    force: Annotated[bool, typer.Option(metavar=FLAG, help="Redrive orders marked for manual repair too.")] = False,
+    visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
+) -> None:
+    """Send selected failed orders back to the source queue (original body and attributes), then delete them."""
+    chosen = checked_selection(order_id, error, since, until, as_json)
+    if chosen.is_everything != all_:
+        fail(
+            UsageError(
+                "say which failures to redrive: --order-id, --error, --since/--until, or --all "
+                "(--all cannot be combined with the others)"
+            ),
+            as_json,
+        )
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        dlq_url, source_url = stack.require("FailureDlqUrl", "SourceQueueUrl")
+        request = RedriveRequest(
+            chosen, dry_run=dry_run, max_messages=max_, force=force, visibility_timeout=visibility_timeout
+        )
+        progress = None if as_json else (lambda outcome: render.redrive_progress(out, outcome))
+        result = redrive_failures(clients.sqs, dlq_url, source_url, request, progress)
+        if not as_json:
+            render.redrive_summary(out, result)
+        return (ExitCode.OK if result.complete else ExitCode.INCOMPLETE), report.failures_redrive(stack.name, result)
+
+    run(stack_name, region, profile, as_json, body)
+
+
+@failures_app.command("discard")
+def failures_discard(
+    stack_name: StackName = DEFAULT_STACK_NAME,
+    region: Region = None,
+    profile: Profile = None,
+    as_json: AsJson = False,
+    order_id: OrderIds = None,
+    error: Errors = None,
+    message_id: Annotated[
+        list[str] | None, typer.Option("--message-id", help="Only this DLQ or source message id (repeatable).")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", metavar=FLAG, help="Do not ask for confirmation.")] = False,
+    dry_run: DryRun = False,
+    log: Annotated[
+        Path | None,
+        typer.Option(help="Append each record, as a JSON line, to this file before deleting it (default: stderr)."),
+    ] = None,
+    visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
+) -> None:
+    """Delete abandoned orders from the failure DLQ; each whole record is logged (JSON line) before it is deleted."""
+    chosen = checked_selection(order_id, error, None, None, as_json)
+    request = DiscardRequest(
+        chosen, frozenset(message_id or ()), dry_run=dry_run, visibility_timeout=visibility_timeout
+    )
+    if request.is_empty:
+        fail(UsageError("say which failures to discard: --order-id, --message-id or --error"), as_json)
+
+    def confirm(records: list[Any]) -> bool:
+        if yes:
+            return True
+        listed = ", ".join(r.order_id or r.message_id for r in records[:10]) + (" …" if len(records) > 10 else "")
+        try:
+            return typer.confirm(
+                f"Delete {len(records)} failure record(s) from the failure DLQ ({listed})? Each is logged first",
+                default=False,
+                err=True,
+            )
+        except typer.Abort:  # no answer (stdin closed): no
+            return False
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        with ExitStack() as files:
+            try:
+                sink = files.enter_context(log.open("a", encoding="utf-8")) if log is not None else sys.stderr
+            except OSError as error:
+                raise UsageError(f"cannot write the log {log}: {error}", "give --log a writable file") from error
+            result = discard_failures(clients.sqs, stack.output("FailureDlqUrl"), stack.name, request, sink, confirm)
+        if not as_json:
+            render_discard(out, result, log)
+        return (ExitCode.OK if result.complete else ExitCode.INCOMPLETE), discard_document(stack.name, result, log)
+
+    run(stack_name, region, profile, as_json, body)

@@ -1,0 +1,50 @@
+"""ff-ops trace: every execution of one order or message, and where it is now."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ops.aws import Clients
+from ops.cli_common import AsJson, Profile, Region, StackName, Visibility, run
+from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT
+from ops.errors import ExitCode
+from ops.stack import DeployedStack
+from ops.trace import DEFAULT_MAX_EXECUTIONS, TraceRequest
+from ops.trace import trace as trace_order
+from ops.trace_output import document as trace_document
+from ops.trace_output import render as render_trace
+from stacks.config import DEFAULT_STACK_NAME
+
+
+def register(app: typer.Typer) -> None:
+    """Add `trace` to ff-ops' commands, where the caller wants it in the help."""
+    app.command()(trace)
+
+
+def trace(
+    key: Annotated[
+        str,
+        typer.Argument(metavar="ORDER_ID|MESSAGE_ID", help="An order id or an SQS message id (source or redriven)."),
+    ],
+    stack_name: StackName = DEFAULT_STACK_NAME,
+    region: Region = None,
+    profile: Profile = None,
+    as_json: AsJson = False,
+    max_executions: Annotated[
+        int, typer.Option(min=1, help="Read at most the newest N executions of the saga.")
+    ] = DEFAULT_MAX_EXECUTIONS,
+    visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
+) -> None:
+    """Every execution of an order or message, where it is now, its compensations, alerts and console links."""
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        found = trace_order(clients, stack, TraceRequest(key, max_executions, visibility_timeout))
+        dlq = stack.output("FailureDlqUrl")
+        if not as_json:
+            render_trace(out, dlq, found)
+        return ExitCode.OK, trace_document(stack.name, dlq, found)
+
+    run(stack_name, region, profile, as_json, body)
