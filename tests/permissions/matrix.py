@@ -10,284 +10,26 @@ matrix or makes `uncovered()` non-empty.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from tests.permissions.resolver import ACCOUNT, OTHER_ACCOUNT, PARTITION, REGION, STACK_NAME, Resolver, arn
-
-TLS = {"aws:SecureTransport": "true"}
-NO_TLS = {"aws:SecureTransport": "false"}
-OPERATOR = f"arn:{PARTITION}:iam::{ACCOUNT}:role/Operator"
-SQS_SEND_KEY = ("kms:GenerateDataKey", "kms:Decrypt")  # SQS SSE: a sender needs both, a receiver kms:Decrypt
-SNS_PUBLISH_KEY = ("kms:GenerateDataKey", "kms:Decrypt")
-TABLE_CALLS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-SOURCE_ACCOUNT_SCOPED = ("ExecutionEventsFailureEventsQueue",)
-ROLE_USERS = {  # resource type -> (property holding its role, service that assumes it)
-    "AWS::Lambda::Function": ("Role", "lambda.amazonaws.com"),
-    "AWS::StepFunctions::StateMachine": ("RoleArn", "states.amazonaws.com"),
-    "AWS::Pipes::Pipe": ("RoleArn", "pipes.amazonaws.com"),
-    "AWS::Chatbot::SlackChannelConfiguration": ("IamRoleArn", "chatbot.amazonaws.com"),
-}
+from tests.permissions.asl_calls import definition_text, task_call, tasks
+from tests.permissions.checks import (
+    OPERATOR,
+    ROLE_USERS,
+    SNS_PUBLISH_KEY,
+    SQS_SEND_KEY,
+    TABLE_CALLS,
+    Check,
+    other_account,
+)
+from tests.permissions.resolver import ACCOUNT, OTHER_ACCOUNT, STACK_NAME, arn
+from tests.permissions.shapes import CheckShapes
 
 
-@dataclass(frozen=True)
-class Check:
-    edge: str
-    principal: str
-    action: str
-    resource: str
-    allowed: bool
-    why: str
-    context: dict[str, str] = field(default_factory=dict)
-    identity: tuple[dict[str, Any], ...] = ()
-    resource_policy: dict[str, Any] | None = None
+class MatrixBuilder(CheckShapes):
+    """The architecture's edges, each made of the shapes in tests/permissions/shapes.py; `build()` adds them all."""
 
-    @property
-    def id(self) -> str:
-        verdict = "allow" if self.allowed else "deny"
-        return f"{self.edge} | {self.action} {self.resource} | {verdict}: {self.why}"
-
-    def request(self) -> dict[str, Any]:
-        account = (
-            self.resource.split(":")[4] if self.resource.startswith("arn:") and self.resource.split(":")[4] else ACCOUNT
-        )
-        return {
-            "id": self.id,
-            "principal": self.principal,
-            "action": self.action,
-            "resource": self.resource,
-            "account": account,
-            "context": self.context,
-            "identityPolicies": list(self.identity),
-            "resourcePolicy": self.resource_policy,
-        }
-
-
-def _doc(statements: list[dict[str, Any]]) -> dict[str, Any] | None:
-    return {"Version": "2012-10-17", "Statement": statements} if statements else None
-
-
-def _other_account(value: str) -> str:
-    parts = value.split(":")
-    parts[4] = OTHER_ACCOUNT
-    return ":".join(parts)
-
-
-class Architecture:
-    """The template's resources, resolved, with lookups by ARN, URL and name."""
-
-    def __init__(self, template: dict[str, Any]) -> None:
-        self.template = template
-        self.resolver = Resolver(template)
-        self.resources: dict[str, dict[str, Any]] = template["Resources"]
-        self.by_value: dict[str, str] = {}
-        for lid in self.resources:
-            for name in ("Ref", "Arn", "TopicArn"):
-                try:
-                    self.by_value[self.resolver.attribute(lid, name)] = lid
-                except KeyError:
-                    continue
-        self.covered: set[tuple[str, str]] = set()  # (kind, logical id) every edge touched
-
-    def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
-        return {lid: r for lid, r in self.resources.items() if r["Type"] == resource_type}
-
-    def lid(self, value: Any) -> str:
-        resolved = self.resolver.resolve(value)
-        return self.by_value[resolved]
-
-    def att(self, lid: str, name: str = "Arn") -> str:
-        return self.resolver.attribute(lid, name)
-
-    def props(self, lid: str) -> dict[str, Any]:
-        props: dict[str, Any] = self.resources[lid].get("Properties", {})
-        return props
-
-    def attached_policy(self, kind: str, key: str, lid: str) -> dict[str, Any] | None:
-        statements: list[dict[str, Any]] = []
-        for policy in self.of_type(kind).values():
-            if {"Ref": lid} in policy["Properties"][key]:
-                statements.extend(self.resolver.resolve(policy["Properties"]["PolicyDocument"])["Statement"])
-        return _doc(statements)
-
-    def identity(self, role_lid: str) -> tuple[dict[str, Any], ...]:
-        docs = [
-            self.resolver.resolve(p["Properties"]["PolicyDocument"])
-            for p in self.of_type("AWS::IAM::Policy").values()
-            if {"Ref": role_lid} in p["Properties"].get("Roles", [])
-        ]
-        for inline in self.props(role_lid).get("Policies", []):
-            docs.append(self.resolver.resolve(inline["PolicyDocument"]))
-        for managed in self.props(role_lid).get("ManagedPolicyArns", []):
-            docs.append(self.resolver.resolve(self.props(self.lid(managed))["PolicyDocument"]))
-        return tuple(docs)
-
-    def resource_policy(self, lid: str) -> dict[str, Any] | None:
-        kind = self.resources[lid]["Type"]
-        if kind == "AWS::SQS::Queue":
-            return self.attached_policy("AWS::SQS::QueuePolicy", "Queues", lid)
-        if kind == "AWS::SNS::Topic":
-            return self.attached_policy("AWS::SNS::TopicPolicy", "Topics", lid)
-        if kind == "AWS::KMS::Key":
-            return dict(self.resolver.resolve(self.props(lid)["KeyPolicy"]))
-        return None
-
-    def key_of(self, lid: str) -> str | None:
-        props = self.props(lid)
-        key = props.get("KmsMasterKeyId") or props.get("SSESpecification", {}).get("KMSMasterKeyId")
-        return self.lid(key) if key is not None else None
-
-
-def _via(service: str) -> dict[str, str]:
-    return {"kms:ViaService": f"{service}.{REGION}.amazonaws.com"}
-
-
-class MatrixBuilder:
-    def __init__(self, template: dict[str, Any]) -> None:
-        self.a = Architecture(template)
-        self.checks: list[Check] = []
-        self.edges: set[str] = set()
-
-    # -- generic shapes -------------------------------------------------------------------------------------
-    def _add(self, check: Check) -> None:
-        self.edges.add(check.edge)
-        self.checks.append(check)
-
-    def role_call(
-        self,
-        edge: str,
-        role_lid: str,
-        action: str,
-        target_lid: str | None,
-        resource: str,
-        *,
-        key_actions: tuple[str, ...] = (),
-        via: str = "",
-        negatives: bool = True,
-    ) -> None:
-        """A role's call, allowed, plus the same call on another account's copy and, where the resource policy
-        forbids it, without TLS; and the KMS calls the encrypted resource needs."""
-        principal = self.a.att(role_lid)
-        identity = self.a.identity(role_lid)
-        policy = self.a.resource_policy(target_lid) if target_lid else None
-        base = Check(edge, principal, action, resource, True, "the architecture needs it", dict(TLS), identity, policy)
-        self._add(base)
-        if negatives:
-            self._add(
-                replace(
-                    base,
-                    resource=_other_account(resource),
-                    allowed=False,
-                    why="another account's copy",
-                    resource_policy=None,
-                )
-            )
-            if policy and "SecureTransport" in json.dumps(policy):
-                self._add(replace(base, allowed=False, why="without TLS", context=dict(NO_TLS)))
-        key = self.a.key_of(target_lid) if target_lid else None
-        for key_action in key_actions if key else ():
-            assert key is not None
-            self._add(
-                Check(
-                    edge,
-                    principal,
-                    key_action,
-                    self.a.att(key),
-                    True,
-                    "the resource is encrypted",
-                    dict(TLS) | _via(via),
-                    identity,
-                    self.a.resource_policy(key),
-                )
-            )
-
-    def service_call(
-        self,
-        edge: str,
-        service: str,
-        action: str,
-        target_lid: str,
-        source_arn: str,
-        *,
-        key_actions: tuple[str, ...],
-        via: str,
-        other_source: str,
-    ) -> None:
-        """A service's call on behalf of `source_arn`, allowed; from another account, from `other_source`, and
-        without TLS denied; and the key policy lets it use the key for this account."""
-        resource = self.a.att(target_lid, "Ref" if self.a.resources[target_lid]["Type"] == "AWS::SNS::Topic" else "Arn")
-        policy = self.a.resource_policy(target_lid)
-        context = dict(TLS) | {"aws:SourceArn": source_arn, "aws:SourceAccount": ACCOUNT}
-        base = Check(edge, service, action, resource, True, "the architecture needs it", context, (), policy)
-        self._add(base)
-        self._add(
-            replace(
-                base,
-                allowed=False,
-                why="on behalf of another account",
-                context=dict(TLS) | {"aws:SourceArn": _other_account(source_arn), "aws:SourceAccount": OTHER_ACCOUNT},
-            )
-        )
-        if other_source != source_arn:
-            # CDK's SqsQueue rule target scopes its queue statement to aws:SourceAccount only (with the flag
-            # @aws-cdk/aws-events:eventsTargetQueueSameAccount): another rule of this account may send there too.
-            same_account_only = any(target_lid.startswith(prefix) for prefix in SOURCE_ACCOUNT_SCOPED)
-            self._add(
-                replace(
-                    base,
-                    allowed=same_account_only,
-                    why="on behalf of another resource of this account"
-                    + (" (accepted: scoped to the account only)" if same_account_only else ""),
-                    context=context | {"aws:SourceArn": other_source},
-                )
-            )
-        if policy and "SecureTransport" in json.dumps(policy):
-            self._add(replace(base, allowed=False, why="without TLS", context=context | NO_TLS))
-        key = self.a.key_of(target_lid)
-        if key:
-            key_arn, key_policy = self.a.att(key), self.a.resource_policy(key)
-            for key_action in key_actions:
-                self._add(
-                    Check(
-                        edge,
-                        service,
-                        key_action,
-                        key_arn,
-                        True,
-                        "the resource is encrypted",
-                        context | _via(via),
-                        (),
-                        key_policy,
-                    )
-                )
-            self._add(
-                Check(
-                    edge,
-                    service,
-                    key_actions[0],
-                    key_arn,
-                    False,
-                    "key use for another account",
-                    dict(TLS)
-                    | {"aws:SourceAccount": OTHER_ACCOUNT, "aws:SourceArn": _other_account(source_arn)}
-                    | _via(via),
-                    (),
-                    key_policy,
-                )
-            )
-
-    def denied(
-        self, edge: str, role_lid: str, action: str, resource: str, why: str, target_lid: str | None = None
-    ) -> None:
-        policy = self.a.resource_policy(target_lid) if target_lid else None
-        self._add(
-            Check(
-                edge, self.a.att(role_lid), action, resource, False, why, dict(TLS), self.a.identity(role_lid), policy
-            )
-        )
-
-    # -- the architecture -----------------------------------------------------------------------------------
     def trust(self) -> None:
         for user_type, (prop, service) in ROLE_USERS.items():
             for user, res in self.a.of_type(user_type).items():
@@ -308,7 +50,7 @@ class MatrixBuilder:
                             base,
                             allowed=False,
                             why="for another account's resource",
-                            context={"aws:SourceArn": _other_account(source), "aws:SourceAccount": OTHER_ACCOUNT},
+                            context={"aws:SourceArn": other_account(source), "aws:SourceAccount": OTHER_ACCOUNT},
                         )
                     )
 
@@ -355,19 +97,14 @@ class MatrixBuilder:
             if log_group is not None:
                 self._logs(f"pipe {pipe_lid} logs", role, self.a.lid(log_group))
 
-    def _logs(self, edge: str, role: str, log_group: str) -> None:
-        stream = self.a.att(log_group).removesuffix(":*") + ":log-stream:s"
-        self.role_call(edge, role, "logs:PutLogEvents", None, stream, negatives=False)
-        self.a.covered.add(("log-group", log_group))
-
     def state_machine(self) -> None:
         for machine, res in self.a.of_type("AWS::StepFunctions::StateMachine").items():
             props = res["Properties"]
             role = self.a.lid(props["RoleArn"])
-            definition = json.loads(self._definition(props))
+            definition = json.loads(definition_text(self.a, props))
             used: dict[str, set[str]] = {}
-            for state, task in _tasks(definition["States"]):
-                action, target = self._task_call(task, state)
+            for state, task in tasks(definition["States"]):
+                action, target = task_call(self.a, task, state)
                 used.setdefault(action, set()).add(target)
                 self.a.covered.add(("task", f"{machine}.{state}"))
                 edge = f"state machine {machine} Task {state}"
@@ -401,34 +138,6 @@ class MatrixBuilder:
                     if other not in used.get(action, set()):
                         resource = self.a.att(other, "Ref" if kind == "AWS::SNS::Topic" else "Arn")
                         self.denied(edge, role, action, resource, "no Task of the ASL uses it", other)
-
-    def _definition(self, props: dict[str, Any]) -> str:
-        text = str(self.a.resolver.resolve(props["DefinitionString"]))
-        substitutions = self.a.resolver.resolve(props.get("DefinitionSubstitutions", {}))
-        return re.sub(r"\$\{(\w+)\}", lambda m: str(substitutions[m.group(1)]), text)
-
-    def _task_call(self, task: dict[str, Any], state: str) -> tuple[str, str]:
-        resource, params = task["Resource"], task.get("Parameters", {})
-        service_integrations = {
-            "lambda:invoke": ("lambda:InvokeFunction", "FunctionName"),
-            "sqs:sendMessage": ("sqs:SendMessage", "QueueUrl"),
-            "sns:publish": ("sns:Publish", "TopicArn"),
-            "dynamodb:putItem": ("dynamodb:PutItem", "TableName"),
-            "dynamodb:updateItem": ("dynamodb:UpdateItem", "TableName"),
-            "dynamodb:getItem": ("dynamodb:GetItem", "TableName"),
-            "dynamodb:deleteItem": ("dynamodb:DeleteItem", "TableName"),
-        }
-        integration = resource.split(":::", 1)[1].split(".")[0] if ":::" in resource else None
-        if integration in service_integrations:
-            action, parameter = service_integrations[integration]
-            value = params.get(parameter)
-            if not isinstance(value, str):
-                raise AssertionError(f"Task {state}: {parameter} is not a fixed value; the matrix cannot judge it")
-            target = self.a.by_value.get(value) or self.a.by_value.get(value.split(":$")[0])
-            if target is None:
-                raise AssertionError(f"Task {state}: {value} is no resource of the template")
-            return action, target
-        raise AssertionError(f"Task {state}: the matrix does not model the integration {resource}")
 
     def functions(self) -> None:
         tables = self.a.of_type("AWS::DynamoDB::Table")
@@ -575,19 +284,6 @@ class MatrixBuilder:
         self.subscriptions()
         self.chatbot()
         return self
-
-
-def _tasks(states: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    found: list[tuple[str, dict[str, Any]]] = []
-    for name, state in states.items():
-        if state["Type"] == "Task":
-            found.append((name, state))
-        for branch in state.get("Branches", []):
-            found.extend(_tasks(branch["States"]))
-        for key in ("Iterator", "ItemProcessor"):
-            if key in state:
-                found.extend(_tasks(state[key]["States"]))
-    return found
 
 
 def uncovered(builder: MatrixBuilder) -> list[str]:

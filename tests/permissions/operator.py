@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tests.permissions.matrix import NO_TLS, OPERATOR, SQS_SEND_KEY, TLS, Check, MatrixBuilder, _other_account, _via
+from tests.permissions.checks import NO_TLS, OPERATOR, SQS_SEND_KEY, TLS, Check, kms_via, other_account
+from tests.permissions.matrix import MatrixBuilder
 from tests.permissions.resolver import ACCOUNT, STACK_NAME, arn
 
 OPS = Path(__file__).resolve().parents[2] / "ops"
@@ -146,7 +147,7 @@ def _ops_call(
             a.att(key_lid),
             True,
             "ff-ops needs it",
-            dict(TLS) | _via(service),
+            dict(TLS) | kms_via(service),
             identity,
             a.resource_policy(key_lid),
         )
@@ -161,7 +162,7 @@ def _ops_call(
         builder._add(
             replace(
                 base,
-                resource=_other_account(resource),
+                resource=other_account(resource),
                 allowed=False,
                 why="another account's copy",
                 resource_policy=None,

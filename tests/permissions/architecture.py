@@ -1,0 +1,76 @@
+"""The synthesized template's resources, resolved, with lookups by ARN, URL and name, and the policies on each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.permissions.resolver import Resolver
+
+
+def _doc(statements: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return {"Version": "2012-10-17", "Statement": statements} if statements else None
+
+
+class Architecture:
+    """The template's resources, resolved, with lookups by ARN, URL and name."""
+
+    def __init__(self, template: dict[str, Any]) -> None:
+        self.template = template
+        self.resolver = Resolver(template)
+        self.resources: dict[str, dict[str, Any]] = template["Resources"]
+        self.by_value: dict[str, str] = {}
+        for lid in self.resources:
+            for name in ("Ref", "Arn", "TopicArn"):
+                try:
+                    self.by_value[self.resolver.attribute(lid, name)] = lid
+                except KeyError:
+                    continue
+        self.covered: set[tuple[str, str]] = set()  # (kind, logical id) every edge touched
+
+    def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
+        return {lid: r for lid, r in self.resources.items() if r["Type"] == resource_type}
+
+    def lid(self, value: Any) -> str:
+        resolved = self.resolver.resolve(value)
+        return self.by_value[resolved]
+
+    def att(self, lid: str, name: str = "Arn") -> str:
+        return self.resolver.attribute(lid, name)
+
+    def props(self, lid: str) -> dict[str, Any]:
+        props: dict[str, Any] = self.resources[lid].get("Properties", {})
+        return props
+
+    def attached_policy(self, kind: str, key: str, lid: str) -> dict[str, Any] | None:
+        statements: list[dict[str, Any]] = []
+        for policy in self.of_type(kind).values():
+            if {"Ref": lid} in policy["Properties"][key]:
+                statements.extend(self.resolver.resolve(policy["Properties"]["PolicyDocument"])["Statement"])
+        return _doc(statements)
+
+    def identity(self, role_lid: str) -> tuple[dict[str, Any], ...]:
+        docs = [
+            self.resolver.resolve(p["Properties"]["PolicyDocument"])
+            for p in self.of_type("AWS::IAM::Policy").values()
+            if {"Ref": role_lid} in p["Properties"].get("Roles", [])
+        ]
+        for inline in self.props(role_lid).get("Policies", []):
+            docs.append(self.resolver.resolve(inline["PolicyDocument"]))
+        for managed in self.props(role_lid).get("ManagedPolicyArns", []):
+            docs.append(self.resolver.resolve(self.props(self.lid(managed))["PolicyDocument"]))
+        return tuple(docs)
+
+    def resource_policy(self, lid: str) -> dict[str, Any] | None:
+        kind = self.resources[lid]["Type"]
+        if kind == "AWS::SQS::Queue":
+            return self.attached_policy("AWS::SQS::QueuePolicy", "Queues", lid)
+        if kind == "AWS::SNS::Topic":
+            return self.attached_policy("AWS::SNS::TopicPolicy", "Topics", lid)
+        if kind == "AWS::KMS::Key":
+            return dict(self.resolver.resolve(self.props(lid)["KeyPolicy"]))
+        return None
+
+    def key_of(self, lid: str) -> str | None:
+        props = self.props(lid)
+        key = props.get("KmsMasterKeyId") or props.get("SSESpecification", {}).get("KMSMasterKeyId")
+        return self.lid(key) if key is not None else None
