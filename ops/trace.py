@@ -12,7 +12,7 @@ queue's maxReceiveCount; only its depth is reported.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -75,7 +75,9 @@ class StateVisit:
 
 
 @dataclass(frozen=True)
-class TracedExecution:
+class ExecutionSummary:
+    """What ListExecutions and the execution's input tell of one execution, before its history is read."""
+
     arn: str
     name: str
     status: str
@@ -85,6 +87,10 @@ class TracedExecution:
     cause: str | None
     message_id: str | None
     order_id: str | None
+
+
+@dataclass(frozen=True)
+class TracedExecution(ExecutionSummary):
     visits: list[StateVisit]
 
     @property
@@ -188,22 +194,9 @@ def trace(clients: Clients, stack: DeployedStack, request: TraceRequest) -> Trac
     return result
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    arn: str
-    name: str
-    status: str
-    start_date: datetime
-    stop_date: datetime | None
-    error: str | None
-    cause: str | None
-    message_id: str | None
-    order_id: str | None
-
-
-def _inputs(sfn: SFNClient, machine: str, limit: int) -> tuple[list[_Candidate], int, bool]:
+def _inputs(sfn: SFNClient, machine: str, limit: int) -> tuple[list[ExecutionSummary], int, bool]:
     """The newest `limit` executions with the message they started from; whether more exist."""
-    found: list[_Candidate] = []
+    found: list[ExecutionSummary] = []
     truncated = False
     for page in sfn.get_paginator("list_executions").paginate(
         stateMachineArn=machine, PaginationConfig={"PageSize": 100}
@@ -215,7 +208,7 @@ def _inputs(sfn: SFNClient, machine: str, limit: int) -> tuple[list[_Candidate],
             described = sfn.describe_execution(executionArn=item["executionArn"])
             message_id, order_id = _record_keys(described.get("input"))
             found.append(
-                _Candidate(
+                ExecutionSummary(
                     item["executionArn"],
                     item["name"],
                     described["status"],
@@ -250,14 +243,14 @@ def _record_keys(text: str | None) -> tuple[str | None, str | None]:
     return message_id, order_id
 
 
-def _order_of(key: str, candidates: list[_Candidate]) -> str | None:
+def _order_of(key: str, candidates: list[ExecutionSummary]) -> str | None:
     for candidate in candidates:
         if key in (candidate.message_id, candidate.order_id):
             return candidate.order_id
     return None
 
 
-def _traced(sfn: SFNClient, candidate: _Candidate) -> TracedExecution:
+def _traced(sfn: SFNClient, candidate: ExecutionSummary) -> TracedExecution:
     events: list[Any] = []
     token: str | None = None
     while True:
@@ -270,18 +263,8 @@ def _traced(sfn: SFNClient, candidate: _Candidate) -> TracedExecution:
         token = page.get("nextToken")
         if not token:
             break
-    return TracedExecution(
-        candidate.arn,
-        candidate.name,
-        candidate.status,
-        candidate.start_date,
-        candidate.stop_date,
-        candidate.error,
-        candidate.cause,
-        candidate.message_id,
-        candidate.order_id,
-        visits(events),
-    )
+    summary = {f.name: getattr(candidate, f.name) for f in fields(ExecutionSummary)}
+    return TracedExecution(**summary, visits=visits(events))
 
 
 def visits(events: list[Any]) -> list[StateVisit]:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tests.permissions.checks import NO_TLS, OPERATOR, SQS_SEND_KEY, TLS, Check, kms_via, other_account
+from tests.permissions.checks import NO_TLS, OPERATOR, SQS_SEND_KEY, TLS, Check, kms_via
 from tests.permissions.matrix import MatrixBuilder
 from tests.permissions.resolver import ACCOUNT, STACK_NAME, arn
 
@@ -159,14 +159,6 @@ def _ops_call(
     base = Check(edge, OPERATOR, action, resource, True, "ff-ops needs it", dict(TLS), identity, resource_policy)
     builder._add(base)
     if resource.startswith("arn:") and resource.split(":")[4] == ACCOUNT:
-        builder._add(
-            replace(
-                base,
-                resource=other_account(resource),
-                allowed=False,
-                why="another account's copy",
-                resource_policy=None,
-            )
-        )
+        builder.denied_on_another_accounts_copy(base)
     if resource_policy and "SecureTransport" in str(resource_policy):
         builder._add(replace(base, allowed=False, why="without TLS", context=dict(NO_TLS)))

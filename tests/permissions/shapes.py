@@ -43,15 +43,7 @@ class CheckShapes:
         base = Check(edge, principal, action, resource, True, "the architecture needs it", dict(TLS), identity, policy)
         self._add(base)
         if negatives:
-            self._add(
-                replace(
-                    base,
-                    resource=other_account(resource),
-                    allowed=False,
-                    why="another account's copy",
-                    resource_policy=None,
-                )
-            )
+            self.denied_on_another_accounts_copy(base)
             if policy and "SecureTransport" in json.dumps(policy):
                 self._add(replace(base, allowed=False, why="without TLS", context=dict(NO_TLS)))
         key = self.a.key_of(target_lid) if target_lid else None
@@ -145,6 +137,18 @@ class CheckShapes:
                     key_policy,
                 )
             )
+
+    def denied_on_another_accounts_copy(self, base: Check) -> None:
+        """The allowed call `base` made on another account's copy of its resource: nothing here grants it."""
+        self._add(
+            replace(
+                base,
+                resource=other_account(base.resource),
+                allowed=False,
+                why="another account's copy",
+                resource_policy=None,
+            )
+        )
 
     def denied(
         self, edge: str, role_lid: str, action: str, resource: str, why: str, target_lid: str | None = None
