@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from stacks.compliance import acknowledge
 from stacks.config import AppConfig
-from stacks.constructs.defaults import removal_policy
+from stacks.constructs.defaults import delivering_key
 
 # The alarms that watch the alerting path itself (the alerts topic, the rule that feeds it, their DLQs). Each also
 # notifies the AlertPathTopic: when the alerts topic is the thing failing, its own alarm cannot be delivered there.
@@ -41,23 +40,10 @@ class AlertPath(Construct):
             "StringEquals": {"aws:SourceAccount": stack.account},
             "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"},
         }
-        self.key = kms.Key(
-            self,
-            "Key",
-            description="Encrypts the fire-and-forget alert-path topic (apart from the messaging key)",
-            enable_key_rotation=True,
-            removal_policy=removal_policy(config),
-        )
-        # An encrypted topic as an alarm action needs a customer-managed key that lets CloudWatch use it; with the
-        # AWS-managed SNS key the deliveries are dropped (FIELD-NOTES, docs/design.md).
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowCloudWatchAlarms",
-                principals=[iam.ServicePrincipal(ALARMS_PRINCIPAL)],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],  # in a key policy "*" means this key
-                conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
-            )
+        # An encrypted topic as an alarm action needs a customer-managed key that lets CloudWatch use it.
+        self.key = delivering_key(
+            self, "Key", description="Encrypts the fire-and-forget alert-path topic (apart from the messaging key)",
+            sid="AllowCloudWatchAlarms", services=(ALARMS_PRINCIPAL,), config=config,
         )
         self.topic = sns.Topic(
             self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
@@ -58,6 +59,27 @@ def dead_letter_queue(scope: Construct, construct_id: str, *, key: kms.IKey, con
     acknowledge(queue, "AwsSolutions-SQS3", reason)
     acknowledge(queue, "Serverless-SQSRedrivePolicy", reason)
     return queue
+
+
+def delivering_key(scope: Construct, construct_id: str, *, description: str, sid: str, services: tuple[str, ...],
+                   config: AppConfig) -> kms.Key:
+    """A rotating customer-managed key that AWS services may use to deliver on this account's behalf.
+
+    An encrypted topic or queue that EventBridge or CloudWatch alarms deliver to needs a customer-managed key whose
+    policy lets the service use it; with the AWS-managed key the deliveries are dropped (docs/design.md).
+    """
+    key = kms.Key(scope, construct_id, description=description, enable_key_rotation=True,
+                  removal_policy=removal_policy(config))
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid=sid,
+            principals=[iam.ServicePrincipal(service) for service in services],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+            resources=["*"],  # in a key policy "*" means this key
+            conditions={"StringEquals": {"aws:SourceAccount": Stack.of(scope).account}},
+        )
+    )
+    return key
 
 
 def log_group(scope: Construct, construct_id: str, *, config: AppConfig, name: str | None = None) -> logs.LogGroup:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from aws_cdk import Stack
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from stacks.config import AppConfig
-from stacks.constructs.defaults import removal_policy
+from stacks.constructs.defaults import delivering_key
 
 # CloudWatch alarm actions and EventBridge rule targets publish to the encrypted alerts topic (and EventBridge sends
 # to the encrypted queues) on their own behalf. With the AWS-managed SNS key their deliveries are silently dropped,
@@ -21,19 +18,7 @@ class MessagingKey(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig) -> None:
         super().__init__(scope, construct_id)
-        self.key = kms.Key(
-            self,
-            "Key",
-            description="Encrypts the fire-and-forget queues, alerts topic and tables",
-            enable_key_rotation=True,
-            removal_policy=removal_policy(config),
-        )
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowDeliveringServices",
-                principals=[iam.ServicePrincipal(service) for service in DELIVERING_SERVICES],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],  # in a key policy "*" means this key
-                conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
-            )
+        self.key = delivering_key(
+            self, "Key", description="Encrypts the fire-and-forget queues, alerts topic and tables",
+            sid="AllowDeliveringServices", services=DELIVERING_SERVICES, config=config,
         )
