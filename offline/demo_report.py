@@ -103,7 +103,8 @@ def next_steps(console: Console, result: dict[str, Any], report: Path, *, practi
     console.rule("Next steps")
     console.print(("BALANCED means" if balanced else "NOT BALANCED: the run broke the rule that") +
                   " every message that went in is in exactly one place (succeeded, the failure DLQ, the source DLQ, "
-                  "or a failed execution that keeps its input), every failure was announced exactly once, and no "
+                  "a failed execution that keeps its input, or absorbed by another attempt of its order that owns "
+                  "it), every failure was announced exactly once, and no "
                   "saga left a reservation or a charge standing without a failure record.")
     console.print(f"Report: {report} (JSON) and {report.with_suffix('.html')} (failure trends; open it in a browser).")
     failing = {outcome: count for outcome, count in result["outcomes"].items() if outcome in OUTCOME_RUNBOOK}
