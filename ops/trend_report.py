@@ -3,8 +3,8 @@
 ListExecutions of the saga (newest first, back to `since`, at most `max_executions`) gives each execution's status
 and start. An execution HandleFailure recorded ends with `OrderFailed`: its real error and the step that failed are
 in its failure-DLQ record (read, then made visible again, as `failures list` does). Any other unsuccessful execution
-(timed out, aborted, or failed outside HandleFailure) is described once (DescribeExecution: its error) and its
-history read once for the last state it entered.
+(timed out, aborted, failed outside HandleFailure, or recorded and since redriven) has its history read once: the
+first Task that failed names the error and the step, else DescribeExecution's error and the last state entered.
 """
 
 from __future__ import annotations
@@ -88,12 +88,15 @@ def _executions(sfn: SFNClient, machine: str, since: datetime, limit: int) -> tu
 
 
 def _unrecorded(sfn: SFNClient, execution_arn: str) -> tuple[str | None, str | None]:
-    """The error and the last state entered of an execution that ended without HandleFailure's record."""
-    described = sfn.describe_execution(executionArn=execution_arn)
-    error = described.get("error") or described["status"]
-    if error == RECORDED_ERROR:  # recorded, but the record has since been redriven or discarded
-        error = "recorded, no longer in the failure DLQ"
+    """The error and the step of an unsuccessful execution without a failure record in the DLQ (timed out, aborted,
+    failed outside HandleFailure, or recorded and since redriven or discarded): the first Task that failed, with its
+    last error; else the execution's own error and the last state it entered."""
     events = [event for page_ in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
               for event in page_["events"]]
-    entered = [v.name for v in visits(events)]
-    return error, entered[-1] if entered else None
+    entered = visits(events)
+    failed = next((visit for visit in entered if visit.outcome in ("failed", "timed-out")), None)
+    if failed is not None and failed.errors:
+        return failed.errors[-1], failed.name
+    described = sfn.describe_execution(executionArn=execution_arn)
+    error = described.get("error") or described["status"]
+    return (None if error == RECORDED_ERROR else error), (entered[-1].name if entered else None)

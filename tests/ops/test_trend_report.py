@@ -80,3 +80,23 @@ def test_a_window_with_more_executions_than_read_says_so(aws: Rehearsal, cli: Cl
     # Then it draws the newest two and says that it stopped
     assert code == 0 and doc["outcomes"] == {"SUCCEEDED": 2} and doc["truncated"] is True
     assert "more started than were read" in (tmp_path / "p.html").read_text(encoding="utf-8")
+
+
+def test_a_failure_no_longer_in_the_dlq_still_shows_its_error_and_step(
+    aws: Rehearsal, cli: CliRunner, tmp_path: Path
+) -> None:
+    # Given an order that failed OutOfStock and whose record the operator has since discarded
+    since = datetime.now(UTC).isoformat()
+    order_id = _send(aws, OrderKind.OUT_OF_STOCK, 7421)
+    aws.run()
+    assert order_id is not None
+    code, _ = ff_ops(cli, "failures", "discard", "--order-id", order_id, "--yes", "--log", str(tmp_path / "log"))
+    assert code == 0
+
+    # When the report covers it
+    code, doc = ff_ops(cli, "report", "--html", str(tmp_path / "p.html"), "--since", since)
+
+    # Then the execution's own history names the error and the step that failed
+    assert code == 0 and doc["errors"] == {"OutOfStock": 1}
+    dom = rendered_dom(tmp_path, tmp_path / "p.html")
+    assert _legend(dom, "failures-by-step") == {"ReserveInventory": 1}
