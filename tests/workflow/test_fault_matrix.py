@@ -161,7 +161,7 @@ def _wait_for_held_service_calls(aws: Rehearsal) -> None:
     """A held service call of an aborted execution still runs once released: wait for it to finish."""
     import time
 
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
     while len(aws.faults.completed_holds) < len(aws.faults.held):
         assert time.monotonic() < deadline, "a held service call never finished"
         time.sleep(0.01)
@@ -181,7 +181,7 @@ def _held_execution(aws: Rehearsal, order_id: str, target: str) -> str:
 def _wait_for_status(aws: Rehearsal, arn: str, status: str) -> None:
     import time
 
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
     while aws.execution(arn).status != status:
         assert time.monotonic() < deadline, f"{arn} never reached {status}"
         time.sleep(0.01)
