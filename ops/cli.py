@@ -89,7 +89,7 @@ def report_page(html: Annotated[Path, typer.Option("--html", help="Where to writ
             out.print(f"Wrote {html}: {len(trend.timeline)} executions since {start.isoformat(timespec='seconds')}, "
                       f"{unsuccessful} unsuccessful" + (" (the newest only)." if trend.truncated else "."))
         return ExitCode.OK, {"schema": "ff-ops/report/v1", "stack": stack.name, "html": str(html),
-                             "since": start.isoformat(), "executions": len(trend.timeline),
+                             "since": report.json_time(start), "executions": len(trend.timeline),
                              "outcomes": dict(trend.outcomes), "errors": dict(trend.errors),
                              "truncated": trend.truncated}
 

@@ -24,6 +24,7 @@ from botocore.exceptions import ClientError
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import ACCESS_CODES, THROTTLING_CODES, error_code
 from ops.records import FailureRecord, Selection, UnrecognizedMessage, parse
+from ops.report import json_time
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -84,7 +85,7 @@ def log_line(record: FailureRecord, dlq_body: str, stack: str, now: datetime) ->
     return json.dumps(
         {
             "schema": LOG_SCHEMA,
-            "discardedAt": now.isoformat().replace("+00:00", "Z"),
+            "discardedAt": json_time(now),
             "stack": stack,
             "dlqMessageId": record.message_id,
             "sourceMessageId": record.source_message_id,

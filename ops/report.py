@@ -19,7 +19,8 @@ from ops.status import StackStatus
 Json = dict[str, Any]
 
 
-def _time(value: datetime | None) -> str | None:
+def json_time(value: datetime | None) -> str | None:
+    """A time as every --json document and log line writes it: ISO 8601, UTC as Z."""
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
@@ -31,7 +32,7 @@ def failure(record: FailureRecord) -> Json:
         "error": record.error,
         "cause": record.cause,
         "failedState": record.failed_state,
-        "failedAt": _time(record.failed_at),
+        "failedAt": json_time(record.failed_at),
         "manualRepair": record.manual_repair,
         "executionArn": record.execution_arn,
     }
@@ -98,7 +99,7 @@ def move_task(task: MoveTask | None) -> Json | None:
     if task is None:
         return None
     return {"taskHandle": task.task_handle, "status": task.status, "moved": task.moved, "toMove": task.to_move,
-            "failureReason": task.failure_reason, "startedAt": _time(task.started_at)}
+            "failureReason": task.failure_reason, "startedAt": json_time(task.started_at)}
 
 
 def source_dlq_redrive(stack: str, source_arn: str, destination_arn: str, result: MoveResult) -> Json:
@@ -132,8 +133,8 @@ def executions_redrive(stack: str, state_machine_arn: str, dry_run: bool, outcom
         "complete": executions_complete(outcomes),
         "summary": {key: sum(1 for o in outcomes if o.verdict is verdict) for verdict, key in _VERDICT_KEYS.items()},
         "items": [
-            {"executionArn": o.execution_arn, "status": o.status, "stopDate": _time(o.stop_date), "error": o.error,
-             "verdict": o.verdict.value, "reason": o.reason, "redriveDate": _time(o.redrive_date)}
+            {"executionArn": o.execution_arn, "status": o.status, "stopDate": json_time(o.stop_date), "error": o.error,
+             "verdict": o.verdict.value, "reason": o.reason, "redriveDate": json_time(o.redrive_date)}
             for o in outcomes
         ],
     }
@@ -161,7 +162,7 @@ def status(report: StackStatus) -> Json:
             "countsTruncated": report.counts_truncated,
             "recent": [
                 {"executionArn": e.execution_arn, "name": e.name, "status": e.status,
-                 "startDate": _time(e.start_date), "stopDate": _time(e.stop_date)}
+                 "startDate": json_time(e.start_date), "stopDate": json_time(e.stop_date)}
                 for e in report.recent
             ],
         },

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -10,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ops.render import cause_message
+from ops.report import json_time
 from ops.trace import Place, StateVisit, Trace, TracedExecution
 
 SCHEMA = "ff-ops/trace/v1"
@@ -29,14 +29,10 @@ def queue_url(region: str, url: str) -> str:
     return f"https://{region}.console.aws.amazon.com/sqs/v3/home?region={region}#/queues/{quote(url, safe='')}"
 
 
-def _time(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
-
-
 def _visit(visit: StateVisit) -> dict[str, Any]:
     return {
         "state": visit.name,
-        "enteredAt": _time(visit.entered_at),
+        "enteredAt": json_time(visit.entered_at),
         "attempts": visit.attempts,
         "retries": visit.retries,
         "errors": list(visit.errors),
@@ -54,8 +50,8 @@ def _execution(region: str, e: TracedExecution) -> dict[str, Any]:
         "executionArn": e.arn,
         "name": e.name,
         "status": e.status,
-        "startDate": _time(e.start_date),
-        "stopDate": _time(e.stop_date),
+        "startDate": json_time(e.start_date),
+        "stopDate": json_time(e.stop_date),
         "messageId": e.message_id,
         "orderId": e.order_id,
         "error": e.error,
@@ -94,7 +90,7 @@ def document(stack: str, failure_dlq_url: str, t: Trace) -> dict[str, Any]:
                 "sourceMessageId": r.source_message_id,
                 "error": r.error,
                 "failedState": r.failed_state,
-                "failedAt": _time(r.failed_at),
+                "failedAt": json_time(r.failed_at),
                 "manualRepair": r.manual_repair,
                 "compensation": r.compensation,
                 "executionArn": r.execution_arn,
@@ -128,7 +124,7 @@ def render(console: Console, failure_dlq_url: str, t: Trace) -> None:
 
 
 def _render_execution(console: Console, region: str, e: TracedExecution) -> None:
-    table = Table(title=f"{e.status} {e.name} ({_time(e.start_date)})", title_justify="left")
+    table = Table(title=f"{e.status} {e.name} ({json_time(e.start_date)})", title_justify="left")
     for column in ("state", "attempts", "errors", "outcome"):
         table.add_column(column)
     for v in e.visits:
