@@ -14,7 +14,7 @@ from botocore.config import Config
 from fire_and_forget.deliveries import DeliveryClaims, DynamoDBDeliveryClaims
 from fire_and_forget.errors import DuplicateDelivery, TransientError
 from index_product.errors import InvalidDocument
-from index_product.model import parse_document, search_terms
+from index_product.model import ProductDocument, parse_document, search_terms
 from index_product.search_index import DynamoDBSearchIndex
 from index_product.settings import IndexProductSettings
 from index_product.telemetry import count, logger
@@ -66,26 +66,37 @@ def index_product(
     """Return the outcome (INDEXED or SUPERSEDED); raise InvalidDocument, DuplicateDelivery or TransientError."""
     delivery = read_delivery(event)
     logger.append_keys(messageId=delivery.message_id)
-    # Claimed before anything else: a duplicate execution must stop even when the body is bad.
-    if not claims.claim(delivery.message_id, delivery.execution_arn):
+    # Claimed before the body is read: a duplicate execution must stop even when the body is bad.
+    owned = claims.claim(delivery.message_id, delivery.execution_arn)
+    if not owned:
         count("DuplicateDeliveries")
         logger.warning("another execution owns this SQS message", extra={"executionArn": delivery.execution_arn})
         raise DuplicateDelivery(f"SQS message {delivery.message_id} belongs to another execution")
+    document = validated(delivery.body)
+    logger.append_keys(productId=document.productId)
+    return write(document, delivery.message_id, index)
+
+
+def validated(body: str) -> ProductDocument:
+    """The body's document; InvalidDocument is counted here, where it is known."""
     try:
-        document = parse_document(delivery.body)
+        return parse_document(body)
     except InvalidDocument:
         count("InvalidDocuments")
         raise
-    logger.append_keys(productId=document.productId)
+
+
+def write(document: ProductDocument, message_id: str, index: DynamoDBSearchIndex) -> dict[str, Any]:
+    """Index the document unless a newer or equal version is there; tell an own earlier write from another's."""
     outcome = {"productId": document.productId, "version": document.version}
-    if index.write_if_newer(document, search_terms(document), delivery.message_id, now()):
+    if index.write_if_newer(document, search_terms(document), message_id, now()):
         count("ProductsIndexed")
         return {**outcome, "status": INDEXED, "indexedVersion": document.version}
     held = index.indexed(document.productId)
     if held is None or held.version < document.version:
         # The condition saw this version or a newer one there a moment ago; a retry writes or explains it.
         raise TransientError(f"product {document.productId} changed between the write and the read; retry")
-    if held.version == document.version and held.message_id == delivery.message_id:
+    if held.version == document.version and held.message_id == message_id:
         logger.info("this message's document is already in the index (a retry after the write)")
         return {**outcome, "status": INDEXED, "indexedVersion": held.version}
     count("ProductsSuperseded")
