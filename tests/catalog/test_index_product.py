@@ -147,7 +147,7 @@ def test_a_new_product_is_written_with_every_attribute(catalog: Catalog) -> None
 
 
 def test_a_title_without_words_is_indexed_without_a_terms_set(catalog: Catalog) -> None:
-    # DynamoDB refuses an empty string set (moto does not check); the attribute is left out instead.
+    # DynamoDB refuses an empty string set (so does moto: ValidationException); the attribute is left out instead.
     result = catalog.invoke(task_input(document(title="!!! ---")))
 
     assert result["status"] == "INDEXED"
