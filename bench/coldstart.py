@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-LAMBDAS = ROOT / "lambdas"
+LAMBDAS = ROOT / "lambdas" / "orders"
 EVENTS = ROOT / "tests" / "events"
 
 
@@ -126,7 +126,7 @@ def sample_events() -> dict[str, dict[str, Any]]:
 def _environment(case: Case, pycache: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("POWERTOOLS_", "AWS_", "PYTHON"))}
     env.update(
-        PYTHONPATH=str(case.root),
+        PYTHONPATH=f"{case.root}:{case.root.parent}",  # the handlers and the construct runtime, as in the asset
         PYTHONPYCACHEPREFIX=pycache,  # PYTHONDONTWRITEBYTECODE, like every PYTHON* variable, is dropped above
         LAMBDA_TASK_ROOT=str(case.root),
         AWS_LAMBDA_FUNCTION_NAME=f"OrderSaga-{case.name}",

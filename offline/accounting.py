@@ -13,7 +13,7 @@ from offline.rehearsal import Execution, Rehearsal
 from stacks.contract import DUPLICATE_ENDS
 
 _EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s]+:\d+:execution:[^:\s]+:[A-Za-z0-9_-]+")
-HANDLED_FAILURE = "OrderFailed"
+HANDLED_FAILURE = "FailureRecorded"
 
 
 class Place(StrEnum):

@@ -271,7 +271,7 @@ def timeline(executions: Iterable[Any], failures: list[dict[str, Any]]) -> list[
     for e in runs:
         error, step = None, None
         if e.status != "SUCCEEDED":
-            failure = recorded.get(e.message_id) if e.error == "OrderFailed" else None
+            failure = recorded.get(e.message_id) if e.error == "FailureRecorded" else None
             error = failure["error"] if failure else (e.error or e.status)
             step = failure["state"] if failure else _last_task(e.states)
         started = e.history[0]["timestamp"] if e.history else first

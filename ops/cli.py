@@ -133,7 +133,7 @@ def executions_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Regio
                        status_: Annotated[list[str] | None, typer.Option(
                            "--status", help="FAILED, TIMED_OUT or ABORTED (repeatable; default all three).")] = None,
                        include_recorded: Annotated[bool, typer.Option(
-                           metavar=FLAG, help="Also executions whose order is in the failure DLQ (OrderFailed).")]
+                           metavar=FLAG, help="Also executions whose order is in the failure DLQ (FailureRecorded).")]
                        = False,
                        dry_run: DryRun = False
                        ) -> None:

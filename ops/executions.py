@@ -3,7 +3,7 @@
 RedriveExecution restarts an execution from its unsuccessful state with the same input and ARN (StartExecution
 with an execution ARN, as a public sample does, is wrong). Its IAM permission is `states:RedriveExecution` on the
 execution ARN pattern `arn:aws:states:<region>:<account>:execution:<stateMachineName>:*`, not on the state machine.
-Executions that ended in OrderFailed are skipped by default: HandleFailure put their order in the failure DLQ and
+Executions that ended in FailureRecorded are skipped by default: HandleFailure put their order in the failure DLQ and
 announced it, and `failures redrive` is the way back for them. Every other unsuccessful execution is redriven:
 one that failed in HandleFailure (the failure DLQ refused it) or in NotifyFailure (SNS refused it) resumes in that
 state; one that timed out or was aborted resumes where it stopped.
@@ -28,7 +28,7 @@ REDRIVE_WINDOW = timedelta(days=14)
 # Our executions time out after an hour; this margin lets listing stop at executions started long before the window.
 _LISTING_MARGIN = timedelta(days=1)
 UNSUCCESSFUL = ("FAILED", "TIMED_OUT", "ABORTED")
-RECORDED_ERRORS = frozenset({"OrderFailed"})
+RECORDED_ERRORS = frozenset({"FailureRecorded"})
 
 
 class Verdict(StrEnum):

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
 
-# The `kind` HandleFailure writes (statemachines/order_saga.asl.json); anything else is not ours.
-RECORD_KIND = "fire-and-forget.order-failure.v1"
+# The `kind` HandleFailure writes (stacks/fire_and_forget/asl/failure_tail.asl.json); anything else is not ours.
+RECORD_KIND = "fire-and-forget.failure.v1"
 PREVIEW_CHARS = 200
 
 

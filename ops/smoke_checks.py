@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from ops.smoke_watch import ALERT_STATE, RECORD_STATE, ExecutionView, Tracked
 
-HANDLED_ERROR = "OrderFailed"  # the Fail state after HandleFailure and NotifyFailure
+HANDLED_ERROR = "FailureRecorded"  # the Fail state after HandleFailure and NotifyFailure
 
 
 class Case(StrEnum):

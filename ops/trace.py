@@ -35,7 +35,7 @@ DEFAULT_MAX_EXECUTIONS = 500
 COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
 ALERT_STATE = "NotifyFailure"
 # The error an execution ends with once HandleFailure put the order in the failure DLQ (ops/executions.py).
-RECORDED_ERROR = "OrderFailed"
+RECORDED_ERROR = "FailureRecorded"
 _TASK_END = {
     "TaskSucceeded": "succeeded",
     "TaskFailed": "failed",

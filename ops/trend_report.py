@@ -1,7 +1,7 @@
 """`report --html`: the failure-trend page of a deployed stack, read from AWS, changing nothing.
 
 ListExecutions of the saga (newest first, back to `since`, at most `max_executions`) gives each execution's status
-and start. An execution HandleFailure recorded ends with `OrderFailed`: its real error and the step that failed are
+and start. An execution HandleFailure recorded ends with `FailureRecorded`: its real error and the step that failed are
 in its failure-DLQ record (read, then made visible again, as `failures list` does). Any other unsuccessful execution
 (timed out, aborted, failed outside HandleFailure, or recorded and since redriven) has its history read once: the
 first Task that failed names the error and the step, else DescribeExecution's error and the last state entered.

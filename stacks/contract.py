@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
-# The Succeed states of statemachines/order_saga.asl.json: an execution that ends in one did nothing, because
-# another execution of the same SQS message (or of the same order) owns it and alone decides its fate.
+# The Succeed states of the construct's failure tail (stacks/fire_and_forget/asl/failure_tail.asl.json): an
+# execution that ends in one did nothing, because another execution of the same SQS message (or, as the workflow
+# decides, of the same work) owns it and alone decides its fate.
 DUPLICATE_ENDS = frozenset({"DuplicateDeliveryIgnored", "DuplicateFailureIgnored"})
+
+# The error of the Fail state the failure tail ends in, after HandleFailure recorded the message in the failure DLQ
+# and NotifyFailure announced it. The failure rule ignores executions that fail with it: they were announced.
+HANDLED_FAILURE_ERROR = "FailureRecorded"

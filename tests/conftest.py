@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cdk import load_template, synthesize
+from tests.support.cdk import CATALOG_STACK_NAME, load_template, synthesize
 
 # Set before any boto3 client exists, so nothing can reach a real account.
 os.environ.update(
@@ -32,6 +32,12 @@ def cloud_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def template(cloud_assembly: Path) -> dict[str, Any]:
     """The synthesized CloudFormation template as a dict."""
     return load_template(cloud_assembly)
+
+
+@pytest.fixture(scope="session")
+def catalog_template(cloud_assembly: Path) -> dict[str, Any]:
+    """The second example's template (the catalog search index), from the same synthesized app."""
+    return load_template(cloud_assembly, CATALOG_STACK_NAME)
 
 
 @pytest.fixture(scope="session")

@@ -66,7 +66,7 @@ def check(template: dict[str, Any]) -> Counter[str]:
 
 def saga_steps() -> tuple[list[str], list[str]]:
     """(forward steps, compensations in the order they run): the Lambda tasks of the ASL file."""
-    from stacks.constructs.order_saga import ASL_FILE, COMPENSATIONS
+    from stacks.orders.stack import ASL_FILE, COMPENSATIONS
 
     states = json.loads(ASL_FILE.read_text(encoding="utf-8"))["States"]
     tasks = [name for name, state in states.items() if state.get("Resource") == LAMBDA_INVOKE]

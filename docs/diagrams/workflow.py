@@ -1,8 +1,8 @@
-"""The order saga as a state diagram, generated from statemachines/order_saga.asl.json so it cannot drift."""
+"""The order saga as a state diagram, generated from its ASL (statemachines/orders/order_saga.asl.json, with the
+pipeline's failure tail appended as deployed) so it cannot drift."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-ASL_FILE = REPO / "statemachines" / "order_saga.asl.json"
+ASL_FILE = REPO / "statemachines" / "orders" / "order_saga.asl.json"
 OUTPUT = REPO / "docs" / "workflow.png"
 
 # (shape, style, fill colour) per state type; Choice/Wait/Parallel/Map are here for the day the ASL uses them.
@@ -145,7 +145,10 @@ def render(dot_text: str, output: Path) -> None:
 
 
 def main() -> None:
-    definition = json.loads(ASL_FILE.read_text(encoding="utf-8"))
+    from stacks.config import AppConfig
+    from stacks.orders.stack import render_definition
+
+    definition = render_definition(AppConfig())
     render(to_dot(definition), OUTPUT)
     print(f"wrote {OUTPUT.relative_to(REPO)}")
 

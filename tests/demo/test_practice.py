@@ -64,7 +64,7 @@ def run(account: PracticeAccount, *command: str) -> subprocess.CompletedProcess[
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", "/tmp"),
         "COLUMNS": "110",
-        "PYTHONPATH": f"{ROOT}:{ROOT / 'lambdas'}",
+        "PYTHONPATH": f"{ROOT}:{ROOT / 'lambdas'}:{ROOT / 'lambdas' / 'orders'}",
         **account.environment,
     }
     return subprocess.run(
@@ -205,7 +205,7 @@ def test_ctrl_c_or_kill_stops_the_practice_account_cleanly(
         "--report",
         str(tmp_path / "demo-report.json"),
     ]
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'lambdas'}", "COLUMNS": "200"}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'lambdas'}:{ROOT / 'lambdas' / 'orders'}", "COLUMNS": "200"}
     with subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     ) as process:

@@ -18,12 +18,18 @@ from collections.abc import Callable, Iterator
 from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-ASL_FILE = Path(__file__).resolve().parents[2] / "statemachines" / "order_saga.asl.json"
+
+def order_states() -> dict[str, Any]:
+    """The order saga's states as deployed with the default config: its own and the pipeline's failure tail."""
+    from stacks.config import AppConfig
+    from stacks.orders.stack import render_definition
+
+    states: dict[str, Any] = render_definition(AppConfig())["States"]
+    return states
 LOCAL = {"Pass", "Succeed", "Fail"}
 # Task states whose effects no other execution reads: run eagerly, never an interleaving point.
 EAGER_TASKS = {"HandleFailure", "NotifyFailure"}

@@ -52,7 +52,7 @@ class SagaDriver:
             context = self._retrying(arrange_shipping, context)
         except (DuplicateDelivery, DuplicateOrder) as duplicate:
             return Outcome("DUPLICATE", error=type(duplicate).__name__)
-        except SagaError as error:
+        except (SagaError, TransientError) as error:
             undo = self.compensate(record, execution_arn, shipping_failed=step == "ship")
             return Outcome("FAILED", error=type(error).__name__, compensations=undo)
         return Outcome("SUCCEEDED", context=context)

@@ -8,7 +8,6 @@ copies, and at most one fault per run. `make explore` runs three attempts and tw
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -28,13 +27,13 @@ from tests.handlers.account import Account
 from tests.handlers.books import check_books
 from tests.handlers.conftest import FakeLambdaContext, emulated_account
 from tests.handlers.explorer import (
-    ASL_FILE,
     DISTINCT_FAULTS,
     Attempt,
     Explorer,
     Fault,
     Run,
     World,
+    order_states,
     quiet_handlers,
 )
 from tests.support import events
@@ -90,7 +89,7 @@ def exploring(
     kinds: tuple[Fault, ...] = DISTINCT_FAULTS,
     claim_outages: list[str] | None = None,
 ) -> Iterator[Explorer]:
-    states = json.loads(ASL_FILE.read_text(encoding="utf-8"))["States"]
+    states = order_states()
     tables = {
         "inventory": account.inventory_table,
         "reservations": account.reservations_table,
@@ -147,7 +146,7 @@ def test_every_interleaving_of_one_orders_attempts_keeps_the_books(
 
 def test_the_explorer_models_the_asl_it_reads() -> None:
     # The payloads and ClaimFailure are evaluated from the ASL; these are the only paths the evaluator resolves.
-    states = json.loads(ASL_FILE.read_text(encoding="utf-8"))["States"]
+    states = order_states()
     for name in ("CancelShipment", "RefundPayment", "ReleaseInventory"):
         assert states[name]["Parameters"]["Payload"] == {
             "record.$": "$$.Execution.Input[0]",

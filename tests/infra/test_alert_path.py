@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from stacks.constructs.alert_path import ALERT_PATH_ALARMS
+from stacks.fire_and_forget.alert_path import ALERT_PATH_ALARMS
 from tests.support.alarm_template import alarm
 from tests.support.cdk import cdk_context, load_template, synthesize
 from tests.support.template import of_type, one
 
-ALERTS_TOPIC = "FailureHandlingAlertsTopic"
-SECOND_TOPIC = "AlertPathAlertPathTopic"
+ALERTS_TOPIC = "PipelineFailureHandlingAlertsTopic"
+SECOND_TOPIC = "PipelineAlertPathAlertPathTopic"
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_the_alarms_about_the_alerting_notify_both_topics(template: dict[str, An
     present = [
         a
         for a in ALERT_PATH_ALARMS
-        if any(lid.startswith(f"Monitoring{a}") for lid in of_type(template, "AWS::CloudWatch::Alarm"))
+        if any(lid.startswith(f"PipelineMonitoring{a}") for lid in of_type(template, "AWS::CloudWatch::Alarm"))
     ]
     assert {"RuleFailedInvocations", "RuleTargetDlqNotEmpty", "AlertsTopicNotificationsFailed"} <= set(present)
     for alarm_id in present:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,8 +13,12 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_sqs as sqs
 
-from stacks.compliance import add_compliance_checks
-from stacks.constructs.order_saga import ASL_FILE
+from app import CATALOG_STACK_NAME
+from stacks.catalog.stack import ASL_FILE as CATALOG_ASL
+from stacks.config import AppConfig
+from stacks.fire_and_forget.compliance import add_compliance_checks
+from stacks.fire_and_forget.workflow import render_definition
+from stacks.orders.stack import ASL_FILE, COMPENSATIONS
 from tests.support.cdk import REPO, STACK_NAME, load_template
 
 NODE_BIN = REPO / "node_modules" / ".bin"
@@ -28,9 +33,18 @@ def test_cfn_lint_reports_nothing(cloud_assembly: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_asl_file_validates_against_the_schema() -> None:
+@pytest.mark.parametrize(("asl", "compensations", "claims"), [
+    (ASL_FILE, COMPENSATIONS, "ReserveInventory"), (CATALOG_ASL, (), "IndexProduct"),
+], ids=["orders", "catalog"])
+def test_each_example_with_the_failure_tail_validates_against_the_schema(
+    asl: Path, compensations: tuple[str, ...], claims: str, tmp_path: Path
+) -> None:
+    """What the state machine runs: the example's ASL with the construct's failure tail appended."""
+    definition = render_definition(asl, AppConfig(), compensations=compensations, claims_delivery=claims)
+    rendered = tmp_path / "definition.asl.json"
+    rendered.write_text(json.dumps(definition), encoding="utf-8")
     result = subprocess.run(
-        [str(NODE_BIN / "asl-validator"), "--json-path", str(ASL_FILE)],
+        [str(NODE_BIN / "asl-validator"), "--json-path", str(rendered)],
         capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -57,38 +71,59 @@ def test_in_process_template_equals_cdk_synth(template: dict[str, Any], tmp_path
     assert "feature flags are not configured" not in result.stdout + result.stderr
 
 
+def _pipeline_acknowledgments(stack: cdk.Stack) -> set[tuple[str, str]]:
+    """What every FireAndForgetPipeline acknowledges, wherever it stands (paths relative to its stack)."""
+    machine = next(c for c in stack.node.find_all() if c.node.path.endswith("Pipeline/Workflow/StateMachine"))
+    machine_id = stack.get_logical_id(machine.node.default_child)  # type: ignore[arg-type]
+    queues = ("Pipeline/SourceQueue/SourceDlq", "Pipeline/FailureHandling/FailureDlq",
+              "Pipeline/ExecutionEvents/FailureEventsQueue", "Pipeline/ExecutionEvents/TargetDlq")
+    return (
+        {(sm, "AwsSolutions::AwsSolutions-IAM5[Resource::*]")
+         for sm in ("Pipeline/Workflow/StateMachine", "Pipeline/ExecutionEvents/Announcer")}
+        | {(q, "AwsSolutions::AwsSolutions-SQS3") for q in queues}
+        | {(q, "Serverless::Serverless-SQSRedrivePolicy") for q in queues}
+        | {("Pipeline/OperatorPolicy/Policy", f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]")
+           for resource in (
+            "*", f"arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<{machine_id}.Name>:*",
+            f"arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/{stack.stack_name}/*")}
+    )
+
+
+def _task_acknowledgments(prefix: str, functions: tuple[str, ...]) -> set[tuple[str, str]]:
+    """What every task function built by task_resources.task_function acknowledges."""
+    return (
+        {(f"{prefix}{f}Function", "Serverless::Serverless-LambdaDLQ") for f in functions}
+        | {(f"{prefix}{f}Role", "AwsSolutions::AwsSolutions-IAM5[Resource::*]") for f in functions}
+        | {(f"{prefix}{f}Function", rule) for f in functions
+           for rule in ("AwsSolutions::AwsSolutions-L1", "Serverless::Serverless-LambdaLatestVersion")}
+        | {(f"{prefix}{f}Role", f"AwsSolutions::AwsSolutions-IAM5[Action::{action}]")
+           for f in functions for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*")}
+    )
+
+
 def test_acknowledgments_are_few_scoped_and_reasoned() -> None:
     """Every acknowledged finding is listed here: a new one must be added on purpose, with its reason."""
     from app import build_app
     from tests.support.cdk import cdk_context
 
     app = build_app(cdk_context())
-    acknowledged: dict[tuple[str, str], str] = {}
-    for construct in app.node.find_all():
-        for entry in construct.node.metadata:
-            if entry.type == "aws:cdk:acknowledged-rules":
-                for rule, reason in entry.data.items():
-                    acknowledged[(construct.node.path.removeprefix(f"{STACK_NAME}/"), rule)] = reason
-    functions = ("ReserveInventory", "ChargePayment", "ArrangeShipping", "CancelShipment", "RefundPayment",
-                 "ReleaseInventory")
-    queues = ("SourceQueue/SourceDlq", "FailureHandling/FailureDlq", "ExecutionEvents/FailureEventsQueue",
-              "ExecutionEvents/TargetDlq")
-    expected = (
-        {(f"SagaTasks/{f}Function", "Serverless::Serverless-LambdaDLQ") for f in functions}
-        | {(f"SagaTasks/{f}Role", "AwsSolutions::AwsSolutions-IAM5[Resource::*]") for f in functions}
-        | {(f"SagaTasks/{f}Function", rule) for f in functions
-           for rule in ("AwsSolutions::AwsSolutions-L1", "Serverless::Serverless-LambdaLatestVersion")}
-        | {(f"SagaTasks/{f}Role", f"AwsSolutions::AwsSolutions-IAM5[Action::{action}]")
-           for f in functions for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*")}
-        | {(sm, "AwsSolutions::AwsSolutions-IAM5[Resource::*]")
-           for sm in ("OrderSaga/StateMachine", "ExecutionEvents/AnnounceExecutionFailure")}
-        | {(q, "AwsSolutions::AwsSolutions-SQS3") for q in queues}
-        | {(q, "Serverless::Serverless-SQSRedrivePolicy") for q in queues}
-        | {("OperatorPolicy/Policy", f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]") for resource in (
-            "*", "arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
-                 "<OrderSagaStateMachine15260A25.Name>:*",
-            f"arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/{STACK_NAME}/*")}
-    )
+    stacks = {stack.stack_name: stack for stack in app.node.children if isinstance(stack, cdk.Stack)}
+    acknowledged: dict[tuple[str, str, str], str] = {}
+    for name, stack in stacks.items():
+        for construct in stack.node.find_all():
+            for entry in construct.node.metadata:
+                if entry.type == "aws:cdk:acknowledged-rules":
+                    for rule, reason in entry.data.items():
+                        acknowledged[(name, construct.node.path.removeprefix(f"{name}/"), rule)] = reason
+    orders = ("ReserveInventory", "ChargePayment", "ArrangeShipping", "CancelShipment", "RefundPayment",
+              "ReleaseInventory")
+    expected = {
+        (STACK_NAME, *ack)
+        for ack in _pipeline_acknowledgments(stacks[STACK_NAME]) | _task_acknowledgments("SagaTasks/", orders)
+    } | {
+        (CATALOG_STACK_NAME, *ack)
+        for ack in _pipeline_acknowledgments(stacks[CATALOG_STACK_NAME]) | _task_acknowledgments("", ("IndexProduct",))
+    }
     assert set(acknowledged) == expected
     for key, reason in acknowledged.items():
         assert len(reason) >= 40, key

@@ -38,7 +38,7 @@ def test_cdk_json_context_is_a_valid_config() -> None:
             "ff:servedCountries: needs ISO 3166-1 alpha-2 codes such as JP or US (got 'JP,usa')",
         ),
         ("ff:retry", '{"maxAttempts": 99}', "ff:retry.maxAttempts: Input should be less than or equal to 10"),
-        ("ff:retyr", {}, "ff:retyr: unknown key; the keys are ff:stackName, ff:environmentName"),
+        ("ff:retyr", {}, "ff:retyr: unknown key; the keys are ff:environmentName, ff:alarmEmail"),
         ("ff:environmentName", "Prod_1", "ff:environmentName: must be lowercase letters, digits and '-'"),
         ("ff:stackName", "9lives", "ff:stackName: must be a CloudFormation stack name"),
     ],

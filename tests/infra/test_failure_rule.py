@@ -17,15 +17,15 @@ OUR_MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:OrderSaga"
 
 @pytest.fixture(scope="module")
 def rule(template: dict[str, Any]) -> dict[str, Any]:
-    props: dict[str, Any] = one(template, "AWS::Events::Rule", "ExecutionEventsRule")[1]["Properties"]
+    props: dict[str, Any] = one(template, "AWS::Events::Rule", "PipelineExecutionEventsRule")[1]["Properties"]
     return props
 
 
 @pytest.fixture(scope="module")
 def pattern(template: dict[str, Any]) -> EventPattern:
     """The rule's own pattern, with the state machine's ARN filled in as the sample events carry it."""
-    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine", "OrderSaga")
-    _, resource = one(template, "AWS::Events::Rule", "ExecutionEventsRule")
+    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine", "PipelineWorkflow")
+    _, resource = one(template, "AWS::Events::Rule", "PipelineExecutionEventsRule")
     variables = resource["Properties"]["EventPattern"]["Fn::Sub"][1]
     assert variables == {"StateMachineArn": {"Ref": machine_id}}
     return EventPattern.load(json.dumps(event_pattern(resource, {"StateMachineArn": OUR_MACHINE})))
@@ -55,10 +55,10 @@ def test_rule_announces_exactly_what_handle_failure_did_not(
 
 def test_rule_sends_readable_alerts_and_keeps_every_event(template: dict[str, Any], rule: dict[str, Any]) -> None:
     announcer_id, announcer = one(
-        template, "AWS::StepFunctions::StateMachine", "ExecutionEventsAnnounceExecutionFailure"
+        template, "AWS::StepFunctions::StateMachine", "PipelineExecutionEventsAnnouncer"
     )
-    queue_id, _ = one(template, "AWS::SQS::Queue", "ExecutionEventsFailureEventsQueue")
-    dlq_id, _ = one(template, "AWS::SQS::Queue", "ExecutionEventsTargetDlq")
+    queue_id, _ = one(template, "AWS::SQS::Queue", "PipelineExecutionEventsFailureEventsQueue")
+    dlq_id, _ = one(template, "AWS::SQS::Queue", "PipelineExecutionEventsTargetDlq")
     targets = {ref_or_att(t["Arn"]): t for t in rule["Targets"]}
     assert set(targets) == {announcer_id, queue_id}
     for target in targets.values():

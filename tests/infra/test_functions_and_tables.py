@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from stacks.constructs.saga_tasks import TABLES, TASKS
+from stacks.orders.tasks import TABLES, TASKS
 from tests.support.template import actions, of_type, one, ref_or_att, statements
 
 
@@ -57,7 +57,7 @@ def test_function_reaches_only_its_own_tables(template: dict[str, Any], function
 
 def test_tables_are_on_demand_with_point_in_time_recovery(template: dict[str, Any]) -> None:
     tables = of_type(template, "AWS::DynamoDB::Table")
-    assert len(tables) == len(TABLES)
+    assert len(tables) == len(TABLES) + 1  # the order saga's, and the pipeline's deliveries table
     for table in tables.values():
         props = table["Properties"]
         assert props["BillingMode"] == "PAY_PER_REQUEST"
@@ -66,7 +66,7 @@ def test_tables_are_on_demand_with_point_in_time_recovery(template: dict[str, An
 
 
 def test_state_machine_invokes_exactly_the_five_functions(template: dict[str, Any]) -> None:
-    machine_id, machine = one(template, "AWS::StepFunctions::StateMachine", "OrderSaga")
+    machine_id, machine = one(template, "AWS::StepFunctions::StateMachine", "PipelineWorkflow")
     role_id = ref_or_att(machine["Properties"]["RoleArn"])
     assert role_id is not None
     invoke = [s for s in statements(template, role_id) if "lambda:InvokeFunction" in actions(s)]
@@ -77,9 +77,9 @@ def test_state_machine_invokes_exactly_the_five_functions(template: dict[str, An
     sends = [s for s in statements(template, role_id) if actions(s) & {"sqs:SendMessage", "sns:Publish",
                                                                        "dynamodb:PutItem"}]
     assert {(frozenset(actions(s)), ref_or_att(s["Resource"])) for s in sends} == {
-        (frozenset({"sqs:SendMessage"}), one(template, "AWS::SQS::Queue", "FailureHandlingFailureDlq")[0]),
-        (frozenset({"sns:Publish"}), one(template, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")[0]),
-        (frozenset({"dynamodb:PutItem"}), one(template, "AWS::DynamoDB::Table", "SagaTasksDeliveriesTable")[0]),
+        (frozenset({"sqs:SendMessage"}), one(template, "AWS::SQS::Queue", "PipelineFailureHandlingFailureDlq")[0]),
+        (frozenset({"sns:Publish"}), one(template, "AWS::SNS::Topic", "PipelineFailureHandlingAlertsTopic")[0]),
+        (frozenset({"dynamodb:PutItem"}), one(template, "AWS::DynamoDB::Table", "PipelineDeliveriesTable")[0]),
     }
 
 

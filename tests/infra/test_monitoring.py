@@ -9,23 +9,22 @@ from typing import Any
 
 import pytest
 
-from stacks.constructs.alert_path import ALERT_PATH_ALARMS
-from stacks.constructs.monitoring_metrics import BUSINESS_REJECTIONS, COMPENSATIONS, EXPECTED_ERRORS, STEP_OUTCOMES
-from stacks.constructs.saga_tasks import TASKS
+from stacks.fire_and_forget.alert_path import ALERT_PATH_ALARMS
+from stacks.orders.tasks import ORDER_METRICS, TASKS
 from tests.support.alarm_template import ALARM, alarm, dimensions, metric_stats
 from tests.support.template import of_type, one, ref_or_att
 
-LAMBDAS = Path(__file__).resolve().parents[2] / "lambdas"
+LAMBDAS = Path(__file__).resolve().parents[2] / "lambdas" / "orders"
 FUNCTIONS = tuple(spec.construct_id for spec in TASKS)
 QUEUES = {  # the runbook's name -> logical id prefix
-    "SourceQueue": "SourceQueue2",
-    "SourceDlq": "SourceQueueSourceDlq",
-    "FailureDlq": "FailureHandlingFailureDlq",
-    "FailureEventsQueue": "ExecutionEventsFailureEventsQueue",
-    "RuleTargetDlq": "ExecutionEventsTargetDlq",
+    "PipelineSourceQueue": "PipelineSourceQueue4",
+    "SourceDlq": "PipelineSourceQueueSourceDlq",
+    "FailureDlq": "PipelineFailureHandlingFailureDlq",
+    "FailureEventsQueue": "PipelineExecutionEventsFailureEventsQueue",
+    "RuleTargetDlq": "PipelineExecutionEventsTargetDlq",
 }
 # alarm id -> (namespace, metric, dimension name, resource (type, id prefix), statistic, threshold)
-MACHINE = ("AWS::StepFunctions::StateMachine", "OrderSaga")
+MACHINE = ("AWS::StepFunctions::StateMachine", "PipelineWorkflow")
 SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float]] = {
     "ExecutionsFailed": ("AWS/States", "ExecutionsFailed", "StateMachineArn", MACHINE, "Sum", 1),
     "ExecutionsTimedOut": ("AWS/States", "ExecutionsTimedOut", "StateMachineArn", MACHINE, "Sum", 1),
@@ -41,19 +40,19 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
     "RuleTargetDlqNotEmpty": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName",
                               ("AWS::SQS::Queue", QUEUES["RuleTargetDlq"]), "Maximum", 1),
     "SourceQueueBacklog": ("AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName",
-                           ("AWS::SQS::Queue", QUEUES["SourceQueue"]), "Maximum", 300),
+                           ("AWS::SQS::Queue", QUEUES["PipelineSourceQueue"]), "Maximum", 300),
     "PipeExecutionFailed": ("AWS/EventBridge/Pipes", "ExecutionFailed", "PipeName",
-                            ("AWS::Pipes::Pipe", "OrderPipe"), "Sum", 1),
+                            ("AWS::Pipes::Pipe", "PipelinePipe"), "Sum", 1),
     "PipeExecutionThrottled": ("AWS/EventBridge/Pipes", "ExecutionThrottled", "PipeName",
-                               ("AWS::Pipes::Pipe", "OrderPipe"), "Sum", 1),
+                               ("AWS::Pipes::Pipe", "PipelinePipe"), "Sum", 1),
     "RuleFailedInvocations": ("AWS/Events", "FailedInvocations", "RuleName",
-                              ("AWS::Events::Rule", "ExecutionEventsRule"), "Sum", 1),
+                              ("AWS::Events::Rule", "PipelineExecutionEventsRule"), "Sum", 1),
     "AlertsTopicNotificationsFailed": ("AWS/SNS", "NumberOfNotificationsFailed", "TopicName",
-                                       ("AWS::SNS::Topic", "FailureHandlingAlertsTopic"), "Sum", 1),
+                                       ("AWS::SNS::Topic", "PipelineFailureHandlingAlertsTopic"), "Sum", 1),
     "AlertPathNotificationsFailed": ("AWS/SNS", "NumberOfNotificationsFailed", "TopicName",
-                                     ("AWS::SNS::Topic", "AlertPathAlertPathTopic"), "Sum", 1),
+                                     ("AWS::SNS::Topic", "PipelineAlertPathAlertPathTopic"), "Sum", 1),
     "AnnouncementsFailed": ("AWS/States", "ExecutionsFailed", "StateMachineArn",
-                            ("AWS::StepFunctions::StateMachine", "ExecutionEventsAnnounceExecutionFailure"), "Sum", 1),
+                            ("AWS::StepFunctions::StateMachine", "PipelineExecutionEventsAnnouncer"), "Sum", 1),
 } | {
     f"{task}Throttles": ("AWS/Lambda", "Throttles", "FunctionName",
                          ("AWS::Lambda::Function", f"SagaTasks{task}Function"), "Sum", 1)
@@ -65,12 +64,12 @@ EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate"}
 
 @pytest.fixture(scope="module")
 def topic_id(template: dict[str, Any]) -> str:
-    return one(template, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")[0]
+    return one(template, "AWS::SNS::Topic", "PipelineFailureHandlingAlertsTopic")[0]
 
 
 @pytest.fixture(scope="module")
 def composite(template: dict[str, Any]) -> dict[str, Any]:
-    props: dict[str, Any] = one(template, "AWS::CloudWatch::CompositeAlarm", "MonitoringSagaTasksUnhealthy")[1][
+    props: dict[str, Any] = one(template, "AWS::CloudWatch::CompositeAlarm", "PipelineMonitoringTasksUnhealthy")[1][
         "Properties"]
     return props
 
@@ -102,7 +101,8 @@ def test_single_metric_alarm(template: dict[str, Any], topic_id: str, alarm_id: 
     if alarm_id in FUNCTION_ALARMS:
         assert "AlarmActions" not in props  # reported through the composite
     elif alarm_id in ALERT_PATH_ALARMS:  # about the alerting itself: the second channel too
-        assert props["AlarmActions"] == [{"Ref": topic_id}, {"Ref": one(template, "AWS::SNS::Topic", "AlertPath")[0]}]
+        second = one(template, "AWS::SNS::Topic", "PipelineAlertPath")[0]
+        assert props["AlarmActions"] == [{"Ref": topic_id}, {"Ref": second}]
     else:
         assert props["AlarmActions"] == [{"Ref": topic_id}]
     assert "docs/runbook.md#" in props["AlarmDescription"]
@@ -142,7 +142,7 @@ def test_unexpected_errors_subtract_the_business_errors_the_function_raises(temp
     assert ref_or_att(dimensions(stats["errors"])["FunctionName"]) == one(
         template, "AWS::Lambda::Function", f"SagaTasks{task}Function")[0]
     expected = {stat["Metric"]["MetricName"] for key, stat in stats.items() if key != "errors"}
-    assert expected == set(EXPECTED_ERRORS[task])
+    assert expected == set(ORDER_METRICS.expected_errors.get(task, ()))
     for key, stat in stats.items():
         assert (stat["Stat"], stat["Period"]) == ("Sum", 300)
         if key != "errors":
@@ -159,7 +159,7 @@ def test_expected_errors_are_counted_by_that_function(task: str) -> None:
     """The subtraction is right only if the handler counts each business error it raises: read its code."""
     module = next(spec.module for spec in TASKS if spec.construct_id == task)
     counted = set(re.findall(r'count\("(\w+)"\)', "".join(p.read_text() for p in (LAMBDAS / module).glob("*.py"))))
-    assert set(EXPECTED_ERRORS[task]) <= counted
+    assert set(ORDER_METRICS.expected_errors.get(task, ())) <= counted
 
 
 def test_composite_reports_every_function_alarm_once(template: dict[str, Any], composite: dict[str, Any],
@@ -202,8 +202,8 @@ def test_every_dashboard_metric_is_bound_to_a_resource_of_this_stack(template: d
         "StateMachineArn": {one(template, *MACHINE)[0]},
         "QueueName": {one(template, "AWS::SQS::Queue", prefix)[0] for prefix in QUEUES.values()},
         "FunctionName": {one(template, "AWS::Lambda::Function", f"SagaTasks{t}Function")[0] for t in FUNCTIONS},
-        "PipeName": {one(template, "AWS::Pipes::Pipe", "OrderPipe")[0]},
-        "RuleName": {one(template, "AWS::Events::Rule", "ExecutionEventsRule")[0]},
+        "PipeName": {one(template, "AWS::Pipes::Pipe", "PipelinePipe")[0]},
+        "RuleName": {one(template, "AWS::Events::Rule", "PipelineExecutionEventsRule")[0]},
     }
     rows = metric_rows(widgets)
     assert rows
@@ -229,7 +229,8 @@ def test_dashboard_counts_what_the_handlers_publish(widgets: list[dict[str, Any]
     # Steps count("Name") directly; compensations declare their metric in Compensation(metric="Name").
     published = set(re.findall(r'count\("(\w+)"\)', code)) | set(re.findall(r'metric="(\w+)"', code))
     assert shown == published  # every handler metric is on the dashboard, and nothing the handlers never send
-    assert {*STEP_OUTCOMES, *BUSINESS_REJECTIONS, *COMPENSATIONS, "CompensationsFailed"} == shown
+    m = ORDER_METRICS
+    assert {*m.outcomes, *m.rejections, *m.compensations, "CompensationsFailed"} == shown
 
 
 def test_dashboard_shows_queues_pipe_and_functions(template: dict[str, Any], widgets: list[dict[str, Any]]) -> None:

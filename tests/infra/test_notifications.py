@@ -35,7 +35,7 @@ def test_slack_channel_relays_the_alerts_topic_read_only(configured: dict[str, A
     props = channel["Properties"]
     assert (props["SlackWorkspaceId"], props["SlackChannelId"]) == ("T0123ABCD", "C0456EFGH")
     assert [ref_or_att(t) for t in props["SnsTopicArns"]] == [one(configured, "AWS::SNS::Topic",
-                                                                  "FailureHandlingAlertsTopic")[0]]
+                                                                  "PipelineFailureHandlingAlertsTopic")[0]]
     (guardrail,) = props["GuardrailPolicies"]
     assert guardrail["Fn::Join"][1][-1] == ":iam::aws:policy/CloudWatchReadOnlyAccess"
     role_id = ref_or_att(props["IamRoleArn"])
@@ -58,8 +58,8 @@ def test_thresholds_and_periods_come_from_config(configured: dict[str, Any]) -> 
 
 
 def test_email_and_webhook_keep_what_they_could_not_deliver(configured: dict[str, Any]) -> None:
-    topic_id = one(configured, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")[0]
-    dlq_id = one(configured, "AWS::SQS::Queue", "FailureHandlingUndeliveredAlertsDlq")[0]
+    topic_id = one(configured, "AWS::SNS::Topic", "PipelineFailureHandlingAlertsTopic")[0]
+    dlq_id = one(configured, "AWS::SQS::Queue", "PipelineFailureHandlingUndeliveredAlertsDlq")[0]
     subscriptions = [s for s in of_type(configured, "AWS::SNS::Subscription").values()
                      if ref_or_att(s["Properties"]["TopicArn"]) == topic_id]  # not the AlertPathTopic's
     found = {s["Properties"]["Protocol"]: s["Properties"] for s in subscriptions}
@@ -71,7 +71,7 @@ def test_email_and_webhook_keep_what_they_could_not_deliver(configured: dict[str
     (metric_stat,) = metric_stats(props).values()
     assert metric_stat["Metric"]["MetricName"] == "ApproximateNumberOfMessagesVisible"
     assert ref_or_att(dimensions(metric_stat)["QueueName"]) == dlq_id
-    second = one(configured, "AWS::SNS::Topic", "AlertPath")[0]  # an alarm about the alerting: both channels
+    second = one(configured, "AWS::SNS::Topic", "PipelineAlertPath")[0]  # an alarm about the alerting: both channels
     assert (props["Threshold"], props["AlarmActions"]) == (1, [{"Ref": topic_id}, {"Ref": second}])
 
 

@@ -9,24 +9,24 @@ import pytest
 from aws_cdk import aws_stepfunctions as sfn
 
 from stacks.config import AppConfig
-from stacks.constructs.order_pipe import InvalidPipeTarget, OrderPipe, check_invocation_type
+from stacks.fire_and_forget.pipe import InvalidPipeTarget, Pipe, check_invocation_type
 from tests.support.template import actions, one, ref_or_att, statements
 
 
 @pytest.fixture(scope="module")
 def pipe(template: dict[str, Any]) -> dict[str, Any]:
-    props: dict[str, Any] = one(template, "AWS::Pipes::Pipe", "OrderPipe")[1]["Properties"]
+    props: dict[str, Any] = one(template, "AWS::Pipes::Pipe", "PipelinePipe")[1]["Properties"]
     return props
 
 
 def test_pipe_reads_the_source_queue_one_message_per_execution(template: dict[str, Any], pipe: dict[str, Any]) -> None:
-    source_id, _ = one(template, "AWS::SQS::Queue", "SourceQueue2")
+    source_id, _ = one(template, "AWS::SQS::Queue", "PipelineSourceQueue4")
     assert ref_or_att(pipe["Source"]) == source_id
     assert pipe["SourceParameters"] == {"SqsQueueParameters": {"BatchSize": 1}}
 
 
 def test_pipe_starts_the_standard_saga_fire_and_forget(template: dict[str, Any], pipe: dict[str, Any]) -> None:
-    machine_id, machine = one(template, "AWS::StepFunctions::StateMachine", "OrderSaga")
+    machine_id, machine = one(template, "AWS::StepFunctions::StateMachine", "PipelineWorkflow")
     assert ref_or_att(pipe["Target"]) == machine_id
     assert machine["Properties"]["StateMachineType"] == "STANDARD"
     assert pipe["TargetParameters"] == {"StepFunctionStateMachineParameters": {"InvocationType": "FIRE_AND_FORGET"}}
@@ -48,9 +48,9 @@ def test_pipe_role_is_least_privilege(template: dict[str, Any], pipe: dict[str, 
     role_id = ref_or_att(pipe["RoleArn"])
     assert role_id is not None
     granted = {(frozenset(actions(s)), ref_or_att(s["Resource"])) for s in statements(template, role_id)}
-    source_id, _ = one(template, "AWS::SQS::Queue", "SourceQueue2")
+    source_id, _ = one(template, "AWS::SQS::Queue", "PipelineSourceQueue4")
     key_id, _ = one(template, "AWS::KMS::Key", "MessagingKey")
-    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine", "OrderSaga")
+    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine", "PipelineWorkflow")
     log_group_id = ref_or_att(pipe["LogConfiguration"]["CloudwatchLogsLogDestination"]["LogGroupArn"])
     assert granted == {
         (frozenset({"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}), source_id),
@@ -64,8 +64,8 @@ def test_pipe_role_is_least_privilege(template: dict[str, Any], pipe: dict[str, 
 
 
 def test_pipe_waits_for_its_role_policy(template: dict[str, Any]) -> None:
-    pipe_id, pipe_resource = one(template, "AWS::Pipes::Pipe", "OrderPipe")
-    policy_id, _ = one(template, "AWS::IAM::Policy", "OrderPipeRoleDefaultPolicy")
+    pipe_id, pipe_resource = one(template, "AWS::Pipes::Pipe", "PipelinePipe")
+    policy_id, _ = one(template, "AWS::IAM::Policy", "PipelinePipeRoleDefaultPolicy")
     assert policy_id in pipe_resource["DependsOn"], pipe_id
 
 
@@ -89,7 +89,7 @@ def test_the_construct_refuses_the_combination_at_synth_time() -> None:
     body = sfn.DefinitionBody.from_chainable(sfn.Pass(stack, "P"))
     machine = sfn.StateMachine(stack, "Machine", definition_body=body)
     with pytest.raises(InvalidPipeTarget):
-        OrderPipe(
+        Pipe(
             stack,
             "Pipe",
             config=AppConfig(),
@@ -97,6 +97,7 @@ def test_the_construct_refuses_the_combination_at_synth_time() -> None:
             source_key=key,
             state_machine=machine,
             workflow_type=sfn.StateMachineType.STANDARD,
+            description="a pipe",
             invocation_type="REQUEST_RESPONSE",
         )
     assert stack.node.try_find_child("Pipe") is None or not any(

@@ -33,11 +33,11 @@ def test_key_rotates_and_lets_cloudwatch_and_eventbridge_deliver(template: dict[
 @pytest.mark.parametrize(
     "prefix",
     [
-        "SourceQueue2",
-        "SourceQueueSourceDlq",
-        "FailureHandlingFailureDlq",
-        "ExecutionEventsFailureEventsQueue",
-        "ExecutionEventsTargetDlq",
+        "PipelineSourceQueue4",
+        "PipelineSourceQueueSourceDlq",
+        "PipelineFailureHandlingFailureDlq",
+        "PipelineExecutionEventsFailureEventsQueue",
+        "PipelineExecutionEventsTargetDlq",
     ],
 )
 def test_every_queue_is_kms_encrypted_and_tls_only(template: dict[str, Any], key_id: str, prefix: str) -> None:
@@ -51,8 +51,9 @@ def test_every_queue_is_kms_encrypted_and_tls_only(template: dict[str, Any], key
 
 
 @pytest.mark.parametrize(
-    "prefix", ["SourceQueueSourceDlq", "FailureHandlingFailureDlq", "ExecutionEventsFailureEventsQueue",
-               "ExecutionEventsTargetDlq"]
+    "prefix", ["PipelineSourceQueueSourceDlq", "PipelineFailureHandlingFailureDlq",
+               "PipelineExecutionEventsFailureEventsQueue",
+               "PipelineExecutionEventsTargetDlq"]
 )
 def test_dead_letter_queues_keep_messages_fourteen_days(template: dict[str, Any], prefix: str) -> None:
     _, queue = one(template, "AWS::SQS::Queue", prefix)
@@ -60,15 +61,15 @@ def test_dead_letter_queues_keep_messages_fourteen_days(template: dict[str, Any]
 
 
 def test_source_queue_redrives_to_its_dlq_after_five_receives(template: dict[str, Any]) -> None:
-    _, queue = one(template, "AWS::SQS::Queue", "SourceQueue2")
-    dlq_id, _ = one(template, "AWS::SQS::Queue", "SourceQueueSourceDlq")
+    _, queue = one(template, "AWS::SQS::Queue", "PipelineSourceQueue4")
+    dlq_id, _ = one(template, "AWS::SQS::Queue", "PipelineSourceQueueSourceDlq")
     redrive = queue["Properties"]["RedrivePolicy"]
     assert ref_or_att(redrive["deadLetterTargetArn"]) == dlq_id
     assert redrive["maxReceiveCount"] >= 5
 
 
 def test_source_queue_sizes_follow_the_pipes_guidance(template: dict[str, Any]) -> None:
-    props = one(template, "AWS::SQS::Queue", "SourceQueue2")[1]["Properties"]
+    props = one(template, "AWS::SQS::Queue", "PipelineSourceQueue4")[1]["Properties"]
     # docs/design.md "Source queue": 64 KiB bodies fit the 256 KiB StartExecution input after the pipe's
     # envelope and JSON escaping; 5 minutes outlasts the pipe's own retries of a throttled StartExecution.
     assert props["MaximumMessageSize"] == 65536
@@ -78,16 +79,16 @@ def test_source_queue_sizes_follow_the_pipes_guidance(template: dict[str, Any]) 
 
 
 def test_alerts_topic_is_encrypted_with_the_key_and_tls_only(template: dict[str, Any], key_id: str) -> None:
-    topic_id, topic = one(template, "AWS::SNS::Topic", "FailureHandlingAlertsTopic")
+    topic_id, topic = one(template, "AWS::SNS::Topic", "PipelineFailureHandlingAlertsTopic")
     assert ref_or_att(topic["Properties"]["KmsMasterKeyId"]) == key_id
-    _, policy = one(template, "AWS::SNS::TopicPolicy", "FailureHandlingAlertsTopicPolicy")
+    _, policy = one(template, "AWS::SNS::TopicPolicy", "PipelineFailureHandlingAlertsTopicPolicy")
     assert {"Ref": topic_id} in policy["Properties"]["Topics"]
     denies = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
     assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in denies)
 
 
 def _topic_statements(template: dict[str, Any], service: str) -> list[dict[str, Any]]:
-    _, policy = one(template, "AWS::SNS::TopicPolicy", "FailureHandlingAlertsTopicPolicy")
+    _, policy = one(template, "AWS::SNS::TopicPolicy", "PipelineFailureHandlingAlertsTopicPolicy")
     return [s for s in policy["Properties"]["PolicyDocument"]["Statement"]
             if s["Effect"] == "Allow" and s.get("Principal", {}).get("Service") == service]
 

@@ -245,7 +245,7 @@ def test_the_failure_record_fits_the_failure_dlq_for_the_largest_input(template:
     # execution input) and the state's failure, compensation and manualRepair (at most the state's input), plus
     # fixed text and context values. Step Functions refuses anything larger itself (States.DataLimitExceeded,
     # which the rule announces), so this is the largest body HandleFailure can ever send.
-    (states,) = [d["States"] for lid, d in definitions(template).items() if lid.startswith("OrderSaga")]
+    (states,) = [d["States"] for lid, d in definitions(template).items() if lid.startswith("PipelineWorkflow")]
     body = states["HandleFailure"]["Parameters"]["MessageBody"]
     fixed = {key: value for key, value in body.items() if not key.endswith(".$")}
     context_values = len(LONGEST_ARN) * 2 + len(CONTEXT["State"]["EnteredTime"])
@@ -253,7 +253,7 @@ def test_the_failure_record_fits_the_failure_dlq_for_the_largest_input(template:
                + STEP_FUNCTIONS_PAYLOAD + STEP_FUNCTIONS_PAYLOAD)
     attributes = states["HandleFailure"]["Parameters"].get("MessageAttributes", {})
     largest += sum(len(name) + len("String") + MAX_ERROR_CHARS * 6 for name in attributes)
-    assert largest <= _queue_of(template, "FailureHandlingFailureDlq")
+    assert largest <= _queue_of(template, "PipelineFailureHandlingFailureDlq")
 
 
 def test_every_dlq_takes_what_its_producer_can_send(template: dict[str, Any]) -> None:
@@ -262,8 +262,8 @@ def test_every_dlq_takes_what_its_producer_can_send(template: dict[str, Any]) ->
     # The source DLQ gets source messages as they were; the others get events and SNS messages with metadata.
     source_id, source_dlq_id = _source_queue_ids(template)
     assert limits[source_dlq_id] >= limits[source_id]
-    assert _queue_of(template, "ExecutionEventsFailureEventsQueue") >= EVENT_BYTES
-    assert _queue_of(template, "ExecutionEventsTargetDlq") >= EVENT_BYTES + DLQ_METADATA
+    assert _queue_of(template, "PipelineExecutionEventsFailureEventsQueue") >= EVENT_BYTES
+    assert _queue_of(template, "PipelineExecutionEventsTargetDlq") >= EVENT_BYTES + DLQ_METADATA
     for lid, limit in limits.items():
         if "Undelivered" in lid:
             assert limit >= SNS_MESSAGE_BYTES + DLQ_METADATA

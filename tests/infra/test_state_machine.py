@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from stacks.config import AppConfig, RetryConfig
-from stacks.constructs.order_saga import ASL_FILE, render_definition
+from stacks.fire_and_forget.workflow import TAIL_FILE
+from stacks.orders.stack import ASL_FILE, render_definition
 from tests.support.template import one, ref_or_att
 
 BUSINESS_ERRORS = {"InvalidOrder", "OutOfStock", "PaymentDeclined", "ShippingUnavailable", "DuplicateDelivery",
@@ -28,7 +29,7 @@ COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
 
 @pytest.fixture(scope="module")
 def machine(template: dict[str, Any]) -> dict[str, Any]:
-    props: dict[str, Any] = one(template, "AWS::StepFunctions::StateMachine", "OrderSaga")[1]["Properties"]
+    props: dict[str, Any] = one(template, "AWS::StepFunctions::StateMachine", "PipelineWorkflow")[1]["Properties"]
     return props
 
 
@@ -53,13 +54,14 @@ def test_standard_with_full_logging_without_execution_data_and_tracing(template:
 
 
 def test_every_placeholder_in_the_asl_file_has_a_substitution(machine: dict[str, Any]) -> None:
-    placeholders = set(re.findall(r"\$\{(\w+)\}", ASL_FILE.read_text(encoding="utf-8")))
+    text = ASL_FILE.read_text(encoding="utf-8") + TAIL_FILE.read_text(encoding="utf-8")
+    placeholders = set(re.findall(r"\$\{(\w+)\}", text))
     assert placeholders == set(machine["DefinitionSubstitutions"])
-    assert len(placeholders) == 11
+    assert len(placeholders) == 13
 
 
 def test_the_execution_and_every_task_have_a_timeout(states: dict[str, Any], machine: dict[str, Any]) -> None:
-    definition = json.loads(ASL_FILE.read_text(encoding="utf-8"))
+    definition = render_definition(AppConfig())
     assert definition["TimeoutSeconds"] > 0
     tasks = {name: state for name, state in states.items() if state["Type"] == "Task"}
     assert set(tasks) == {*STEPS, *COMPENSATIONS, "ClaimFailure", "HandleFailure", "NotifyFailure"}
@@ -164,16 +166,16 @@ def test_handle_failure_saves_then_announces_then_fails(states: dict[str, Any], 
     assert notify["Resource"] == "arn:aws:states:::sns:publish"
     assert notify["Retry"][0]["MaxAttempts"] >= 3
     end = states[notify["Next"]]
-    assert end == {**end, "Type": "Fail", "Error": "OrderFailed"}
+    assert end == {**end, "Type": "Fail", "Error": "FailureRecorded"}
     subs = machine["DefinitionSubstitutions"]
     assert ref_or_att(subs["FailureDlqUrl"]) is not None and ref_or_att(subs["AlertsTopicArn"]) is not None
 
 
 def test_handle_failure_fails_in_place_so_redrive_resumes_it(states: dict[str, Any]) -> None:
     # No Catch: when the failure DLQ or SNS still refuses after the retries, the execution fails in that very
-    # state (an error other than OrderFailed, so the rule announces it) and RedriveExecution resumes there.
+    # state (an error other than FailureRecorded, so the rule announces it) and RedriveExecution resumes there.
     assert "Catch" not in states["HandleFailure"] and "Catch" not in states["NotifyFailure"]
-    assert [name for name, state in states.items() if state["Type"] == "Fail"] == ["OrderFailed"]
+    assert [name for name, state in states.items() if state["Type"] == "Fail"] == ["FailureRecorded"]
 
 
 def test_config_sets_retry_numbers_and_timeouts() -> None:

@@ -11,7 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from stacks.constructs.saga_tasks import RUNTIME
+from stacks.orders.tasks import RUNTIME
 from tests.support.cdk import REPO
 
 RUNTIME_MINOR = RUNTIME.name.removeprefix("python")  # "3.13"

@@ -12,7 +12,7 @@ from ops.cli import app
 from tests.ops.helpers import depth, failed_orders, ff_ops, queued_orders
 
 FOREIGN = ["hello, not json", json.dumps({"kind": "somebody-else.v1", "record": {"body": "{}"}}),
-           json.dumps({"kind": "fire-and-forget.order-failure.v1", "failure": {"error": "X", "state": "Y"}})]
+           json.dumps({"kind": "fire-and-forget.failure.v1", "failure": {"error": "X", "state": "Y"}})]
 
 
 def put_foreign_messages(aws: Rehearsal) -> None:
@@ -31,7 +31,7 @@ def test_foreign_messages_are_listed_with_the_reason_and_left_alone(aws: Rehears
     reasons = sorted(m["reason"] for m in listing["unrecognized"])
     assert reasons == sorted([
         "the body is not JSON",
-        "kind is 'somebody-else.v1', not 'fire-and-forget.order-failure.v1'",
+        "kind is 'somebody-else.v1', not 'fire-and-forget.failure.v1'",
         "record.body (the original message) is missing",
     ])
     assert depth(aws, "FailureDlqUrl") == (4, 0)

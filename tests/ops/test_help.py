@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from offline.rehearsal import Rehearsal
 from ops.cli import app
 from ops.trace import COMPENSATIONS
-from stacks.constructs.order_saga import COMPENSATIONS as SAGA_COMPENSATIONS
+from stacks.orders.stack import COMPENSATIONS as SAGA_COMPENSATIONS
 from tests.ops.helpers import failed_orders
 
 

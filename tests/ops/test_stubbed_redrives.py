@@ -155,7 +155,7 @@ def described(name: str, status: str, stopped: datetime, error: str | None = Non
 
 
 def expect_executions(sfn: Stubber, *, dry_run: bool) -> None:
-    """FAILED: one without a DLQ record, one with (OrderFailed), one too old; TIMED_OUT: one; ABORTED: one that
+    """FAILED: one without a DLQ record, one with (FailureRecorded), one too old; TIMED_OUT: one; ABORTED: one that
     Step Functions will not redrive."""
     pages = {
         "FAILED": [listed("not-recorded", "FAILED", NOW - timedelta(hours=1)),
@@ -174,7 +174,7 @@ def expect_executions(sfn: Stubber, *, dry_run: bool) -> None:
     describe("not-recorded", described("not-recorded", "FAILED", NOW - timedelta(hours=1), "SQS.AmazonSQSException"))
     if not dry_run:
         sfn.add_response("redrive_execution", {"redriveDate": NOW}, {"executionArn": execution_arn("not-recorded")})
-    describe("recorded", described("recorded", "FAILED", NOW - timedelta(hours=2), "OrderFailed"))
+    describe("recorded", described("recorded", "FAILED", NOW - timedelta(hours=2), "FailureRecorded"))
     describe("timed-out", described("timed-out", "TIMED_OUT", NOW - timedelta(days=3)))
     if not dry_run:
         sfn.add_client_error("redrive_execution", "ExecutionLimitExceeded", "too many running executions",

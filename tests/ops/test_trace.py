@@ -54,7 +54,7 @@ def test_a_compensated_order_shows_its_compensations_alert_and_failure_record(aw
     # Then the compensations ran and succeeded, NotifyFailure published, and the order is in the failure DLQ
     assert code == 0 and doc["orderId"] == order_id
     (execution,) = doc["executions"]
-    assert execution["status"] == "FAILED" and execution["error"] == "OrderFailed"
+    assert execution["status"] == "FAILED" and execution["error"] == "FailureRecorded"
     assert [(c["state"], c["outcome"]) for c in execution["compensations"]] == [
         ("CancelShipment", "succeeded"),
         ("RefundPayment", "succeeded"),

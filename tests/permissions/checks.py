@@ -13,7 +13,7 @@ OPERATOR = f"arn:{PARTITION}:iam::{ACCOUNT}:role/Operator"
 SQS_SEND_KEY = ("kms:GenerateDataKey", "kms:Decrypt")  # SQS SSE: a sender needs both, a receiver kms:Decrypt
 SNS_PUBLISH_KEY = ("kms:GenerateDataKey", "kms:Decrypt")
 TABLE_CALLS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-SOURCE_ACCOUNT_SCOPED = ("ExecutionEventsFailureEventsQueue",)
+SOURCE_ACCOUNT_SCOPED = ("PipelineExecutionEventsFailureEventsQueue",)
 ROLE_USERS = {  # resource type -> (property holding its role, service that assumes it)
     "AWS::Lambda::Function": ("Role", "lambda.amazonaws.com"),
     "AWS::StepFunctions::StateMachine": ("RoleArn", "states.amazonaws.com"),

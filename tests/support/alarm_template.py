@@ -10,7 +10,7 @@ ALARM = "AWS::CloudWatch::Alarm"
 
 
 def alarm(template: dict[str, Any], alarm_id: str) -> tuple[str, dict[str, Any]]:
-    logical_id, resource = one(template, ALARM, f"Monitoring{alarm_id}")
+    logical_id, resource = one(template, ALARM, f"PipelineMonitoring{alarm_id}")
     props: dict[str, Any] = resource["Properties"]
     return logical_id, props
 

@@ -44,7 +44,7 @@ def alarms(aws: Rehearsal) -> dict[str, Alarm]:
         (returned,) = [m for m in metrics if m.get("ReturnData", True)]
         stats = [m for m in metrics if "MetricStat" in m]
         queries = [{"Id": m["Id"], "MetricStat": _bound(aws, m["MetricStat"])} for m in stats]
-        name = logical_id.removeprefix("Monitoring")[:-8]  # CDK appends an 8-character hash to the logical id
+        name = logical_id.removeprefix("PipelineMonitoring")[:-8]  # CDK appends an 8-character hash to the logical id
         found[name] = Alarm(name, queries, returned.get("Expression", returned["Id"]),
                             int(stats[0]["MetricStat"]["Period"]), float(props["Threshold"]),
                             props["ComparisonOperator"], props.get("TreatMissingData", "missing"))

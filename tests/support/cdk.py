@@ -11,6 +11,7 @@ from stacks.config import DEFAULT_STACK_NAME
 
 REPO = Path(__file__).resolve().parents[2]
 STACK_NAME = DEFAULT_STACK_NAME
+CATALOG_STACK_NAME = f"{DEFAULT_STACK_NAME}-Catalog"  # app.CATALOG_STACK_NAME, without importing CDK here
 
 # jsii starts `node` from PATH: use the Node 22 `make install` put in .tools when the machine's is older, also
 # when pytest is run directly rather than through make (which puts it first on PATH itself).
@@ -33,6 +34,7 @@ def synthesize(outdir: Path, context: dict[str, Any] | None = None) -> Path:
     return Path(app.synth().directory)
 
 
-def load_template(assembly_dir: Path) -> dict[str, Any]:
-    template: dict[str, Any] = json.loads((assembly_dir / f"{STACK_NAME}.template.json").read_text(encoding="utf-8"))
+def load_template(assembly_dir: Path, stack_name: str = STACK_NAME) -> dict[str, Any]:
+    """One stack's template: the order example's unless another is named."""
+    template: dict[str, Any] = json.loads((assembly_dir / f"{stack_name}.template.json").read_text(encoding="utf-8"))
     return template

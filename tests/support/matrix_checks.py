@@ -12,7 +12,7 @@ from offline.accounting import Ledger
 from offline.deployment import ACCOUNT
 from offline.orders import OrderKind, SampleOrder
 from offline.rehearsal import Execution, Rehearsal
-from stacks.constructs.alert_path import ALERT_PATH_ALARMS
+from stacks.fire_and_forget.alert_path import ALERT_PATH_ALARMS
 from tests.support.alarms import alarms, evaluate
 from tests.support.template import of_type
 
@@ -106,12 +106,13 @@ def alert_path_alarm_targets_the_second_topic(aws: Rehearsal, ledger: Ledger, sa
     assert tripped, "no alarm about the alerting path tripped"
     template = aws.assembly.template
     topics = of_type(template, "AWS::SNS::Topic")
-    second = next(lid for lid in topics if lid.startswith("AlertPath"))
-    alerts_topic = next(lid for lid in topics if lid.startswith("FailureHandlingAlertsTopic"))
+    second = next(lid for lid in topics if lid.startswith("PipelineAlertPath"))
+    alerts_topic = next(lid for lid in topics if lid.startswith("PipelineFailureHandlingAlertsTopic"))
     assert topics[second]["Properties"]["KmsMasterKeyId"] != topics[alerts_topic]["Properties"]["KmsMasterKeyId"]
     for name in tripped:
         (alarm,) = [
-            r for lid, r in of_type(template, "AWS::CloudWatch::Alarm").items() if lid.startswith(f"Monitoring{name}")
+            r for lid, r in of_type(template, "AWS::CloudWatch::Alarm").items()
+            if lid.startswith(f"PipelineMonitoring{name}")
         ]
         assert {"Ref": second} in alarm["Properties"]["AlarmActions"], name
     # What CloudWatch's alarm action does: publish to the second topic, which the outage does not touch.

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+from stacks.config import AppConfig
 from stacks.contract import DUPLICATE_ENDS
-
-ASL_FILE = Path(__file__).resolve().parents[2] / "statemachines" / "order_saga.asl.json"
+from stacks.orders.stack import render_definition
 
 
 def _states(states: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -24,7 +22,7 @@ def _states(states: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def test_duplicate_ends_are_the_sagas_succeed_states() -> None:
     # Given the order saga's definition, whose only Succeed states end an execution that another one owns
-    definition = json.loads(ASL_FILE.read_text(encoding="utf-8"))
+    definition = render_definition(AppConfig())
 
     # When its Succeed states are collected
     succeed = {name for name, state in _states(definition["States"]) if state["Type"] == "Succeed"}

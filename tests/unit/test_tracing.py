@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-LAMBDAS = Path(__file__).resolve().parents[2] / "lambdas"
-ENV = {"PYTHONPATH": str(LAMBDAS), "POWERTOOLS_SERVICE_NAME": "order-saga", "AWS_DEFAULT_REGION": "us-east-1",
-       "LAMBDA_TASK_ROOT": str(LAMBDAS)}
+LAMBDAS = Path(__file__).resolve().parents[2] / "lambdas" / "orders"
+# The order asset: the handlers, plus the construct's runtime beside them.
+ENV = {"PYTHONPATH": f"{LAMBDAS}:{LAMBDAS.parent}", "POWERTOOLS_SERVICE_NAME": "order-saga",
+       "AWS_DEFAULT_REGION": "us-east-1", "LAMBDA_TASK_ROOT": str(LAMBDAS)}
 
 
 def imports_xray(module: str) -> bool:

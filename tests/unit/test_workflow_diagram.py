@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import pytest
 
-from docs.diagrams.workflow import ASL_FILE, to_dot
+from docs.diagrams.workflow import to_dot
 
 # `"From" -> "To"` with an optional attribute list; labels are DOT strings with \n for line breaks.
 EDGE = re.compile(r'^\s*"(?P<source>[^"]+)" -> "(?P<target>[^"]+)"(?: \[(?P<attributes>.*)\])?;$', re.MULTILINE)
@@ -17,7 +16,10 @@ NODE = re.compile(r'^\s*"(?P<name>[^"]+)" \[label="(?P<label>(?:[^"\\]|\\.)*)"',
 
 @pytest.fixture(scope="module")
 def definition() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(ASL_FILE.read_text(encoding="utf-8"))
+    from stacks.config import AppConfig
+    from stacks.orders.stack import render_definition
+
+    loaded: dict[str, Any] = render_definition(AppConfig())
     return loaded
 
 

@@ -27,7 +27,7 @@ import pytest
 from offline.faults import Fault, FaultKind
 from offline.orders import OrderKind, make_order, seed_inventory
 from offline.rehearsal import Rehearsal
-from stacks.constructs.saga_tasks import TASKS
+from stacks.orders.tasks import TASKS
 from tests.support.alarms import Evaluation, alarms, create_in_moto, evaluate
 
 FUNCTIONS = tuple(spec.construct_id for spec in TASKS)

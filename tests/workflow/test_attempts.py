@@ -62,7 +62,7 @@ def test_a_failing_attempt_never_undoes_a_resend_that_succeeded(aws: Rehearsal) 
     # Then the resend ended as a duplicate of the attempt that owned the order, and took nothing
     assert executions[resend][0].states == ["ReserveInventory", "DuplicateDeliveryIgnored"]
     # And attempt 1's compensations undid only its own work: nothing shipped, nothing charged, all stock back
-    assert executions[first][0].states[-1] == "OrderFailed"
+    assert executions[first][0].states[-1] == "FailureRecorded"
     assert all(s["status"] == "CANCELLED" for s in aws.items("ShipmentsTableName"))
     assert all(p["status"] == "REFUNDED" for p in aws.items("PaymentsTableName") if p["pk"].startswith("ORDER#"))
     assert all(stock(aws)[line["sku"]] == SEEDED for line in body["items"])
@@ -85,7 +85,7 @@ def test_a_duplicate_delivery_of_a_message_whose_first_execution_died_before_its
     aws.faults.add(Fault("ReserveInventory", FaultKind.CRASH, times=1))
     message_id = aws.send(valid_order())
     (first,) = aws.run()
-    assert first.states[-1] == "OrderFailed"
+    assert first.states[-1] == "FailureRecorded"
     # When SQS delivers the same message again, later (at-least-once), and the pipe starts a second execution
     twin = aws.sfn.start_execution(
         stateMachineArn=aws.pipe.definition.target_arn, name=f"pipe-{uuid.uuid4().hex}", input=json.dumps(first.input)
@@ -127,7 +127,7 @@ def test_a_conflicting_resend_is_refused_and_announced_never_merged(aws: Rehears
         "HandleFailure",
         *refused.states[4:],
     ]
-    assert refused.states[-1] == "OrderFailed"
+    assert refused.states[-1] == "FailureRecorded"
     (record,) = [json.loads(m["Body"]) for m in aws.messages("FailureDlqUrl")]
     assert (record["failure"]["error"], record["record"]["messageId"]) == ("OrderConflict", conflict)
     assert aws.clock.for_execution(refused.arn) == []

@@ -22,7 +22,7 @@ from offline.pipe import DuplicateTiming
 from offline.rehearsal import Rehearsal
 from ops.records import Selection
 from ops.redrive import Action, RedriveRequest, redrive_failures
-from stacks.constructs.saga_tasks import TASKS
+from stacks.orders.tasks import TASKS
 from tests.support.matrix_checks import (
     alert_path_alarm_targets_the_second_topic,
     announced_twice,

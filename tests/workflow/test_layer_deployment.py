@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 
 from offline.rehearsal import Rehearsal
-from stacks.constructs.saga_tasks import RUNTIME
+from stacks.orders.tasks import RUNTIME
 
 
 def test_layer_version_is_created_from_the_uploaded_asset(aws: Rehearsal) -> None:

@@ -20,7 +20,7 @@ from offline.orders import DECLINED_TOKEN, OUT_OF_STOCK_SKU, UNSERVED_COUNTRY, O
 from offline.rehearsal import Execution, Rehearsal
 
 HAPPY = ["ReserveInventory", "ChargePayment", "ArrangeShipping"]
-TAIL = ["ClaimFailure", "HandleFailure", "FormatFailureAlert", "NotifyFailure", "OrderFailed"]
+TAIL = ["ClaimFailure", "HandleFailure", "FormatFailureAlert", "NotifyFailure", "FailureRecorded"]
 
 
 def order(aws: Rehearsal, kind: OrderKind = OrderKind.VALID, number: int = 1) -> tuple[str, dict[str, Any] | str]:
@@ -95,7 +95,7 @@ def test_retries_exhausted_run_the_compensations_in_reverse(aws: Rehearsal, step
 
     done = HAPPY[: HAPPY.index(step) + 1]
     assert execution.states == [*done, f"{step}Failed", *compensations, *TAIL]
-    assert execution.error == "OrderFailed"
+    assert execution.error == "FailureRecorded"
     assert len([w for w in aws.clock.for_execution(execution.arn) if w.state == step]) == 4
     record = failure_record(aws)
     assert record["failure"]["state"] == step
@@ -189,7 +189,7 @@ def test_failure_dlq_refusing_everything_fails_in_handle_failure_and_the_rule_an
     execution = only(aws.run())
 
     assert execution.status == "FAILED" and execution.states[-1] == "HandleFailure"  # RedriveExecution resumes here
-    assert execution.error not in (None, "OrderFailed")
+    assert execution.error not in (None, "FailureRecorded")
     assert execution.input[0]["messageId"] == message_id
     (announcement,) = aws.notifications()
     assert "HandleFailure did not announce it" in announcement[1]

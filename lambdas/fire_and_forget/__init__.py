@@ -1,0 +1,1 @@
+"""The handler-side runtime of the fire-and-forget pipeline construct (stacks/fire_and_forget)."""

@@ -1,0 +1,215 @@
+"""FireAndForgetPipeline: any Standard workflow, run fire-and-forget from SQS, with the whole safety net around it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_pipes as pipes
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from stacks.contract import HANDLED_FAILURE_ERROR
+from stacks.fire_and_forget.alert_path import AlertPath
+from stacks.fire_and_forget.defaults import removal_policy
+from stacks.fire_and_forget.execution_events import ExecutionEvents
+from stacks.fire_and_forget.failure_handling import FailureHandling
+from stacks.fire_and_forget.messaging_key import MessagingKey
+from stacks.fire_and_forget.monitoring import Monitoring
+from stacks.fire_and_forget.monitoring_metrics import MonitoredResources, WorkflowMetrics
+from stacks.fire_and_forget.notifications import SlackNotifications
+from stacks.fire_and_forget.operator_policy import OperatedResources, OperatorPolicy
+from stacks.fire_and_forget.pipe import InvocationType, Pipe
+from stacks.fire_and_forget.settings import PipelineSettings
+from stacks.fire_and_forget.source_queue import SourceQueue
+from stacks.fire_and_forget.workflow import WiringError, Workflow, WorkflowStateMachine
+
+# The outputs ff-ops and the offline rehearsal find a pipeline by (ops/stack.py reads them by these keys).
+OUTPUT_KEYS = (
+    "PipelineName", "SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl",
+    "AlertsTopicArn", "AlertPathTopicArn", "StateMachineArn", "PipeName", "PipeArn", "FailureRuleName",
+    "DashboardName", "OperatorPolicyArn", "DeliveriesTableName",
+)
+
+
+@dataclass(frozen=True)
+class PipelineProps:
+    """Everything the pipeline is built from. Only `name`, `workflow` and `metrics` have no default.
+
+    `name` is the pipeline's id in the failure record and in alerts (lowercase, digits, '-'). `key` is the
+    customer-managed KMS key for the queues, the topic and the deliveries table: give the one your own tables use,
+    or leave it out and the pipeline makes one (`.key`). `outputs` names extra stack outputs (a table the operators
+    or the rehearsal read), beside the pipeline's own (OUTPUT_KEYS).
+    """
+
+    name: str
+    workflow: Workflow
+    metrics: WorkflowMetrics
+    settings: PipelineSettings = field(default_factory=PipelineSettings)
+    key: kms.IKey | None = None
+    invocation_type: InvocationType = "FIRE_AND_FORGET"
+    outputs: Mapping[str, str] = field(default_factory=dict)
+
+
+class FireAndForgetPipeline(Construct):
+    """SQS -> Pipe (FIRE_AND_FORGET) -> the workflow -> its failure tail, with the rule for what Catch cannot see.
+
+    Exposes what it creates: `.source_queue`, `.source_dlq`, `.pipe`, `.state_machine`, `.failure_dlq`,
+    `.alerts_topic`, `.alarms`, `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`. One per stack: its
+    outputs have fixed keys, which is how ff-ops finds it.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: PipelineProps) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        others = [c for c in stack.node.find_all() if isinstance(c, FireAndForgetPipeline) and c is not self]
+        if others:
+            raise WiringError(f"{stack.stack_name} already holds a FireAndForgetPipeline ({others[0].node.path}): "
+                              "put each pipeline in its own stack (ff-ops finds a pipeline by its stack's outputs).")
+        _check_name(props.name)
+        settings = props.settings
+        self.key: kms.IKey = props.key or MessagingKey(self, "MessagingKey", config=settings).key
+        source = SourceQueue(self, "SourceQueue", key=self.key, config=settings)
+        failure = FailureHandling(self, "FailureHandling", key=self.key, config=settings)
+        self.source_queue: sqs.Queue = source.queue
+        self.source_dlq: sqs.Queue = source.dead_letter_queue
+        self.failure_dlq: sqs.Queue = failure.failure_dlq
+        self.alerts_topic: sns.Topic = failure.alerts_topic
+        self.deliveries_table = self._deliveries_table(props)
+
+        workflow = props.workflow
+        machine = WorkflowStateMachine(
+            self,
+            "Workflow",
+            workflow=workflow,
+            settings=settings,
+            pipeline_name=props.name,
+            failure_dlq=self.failure_dlq,
+            alerts_topic=self.alerts_topic,
+            key=self.key,
+            deliveries_table=self.deliveries_table,
+        )
+        self.state_machine: sfn.StateMachine = machine.state_machine
+        pipe = Pipe(
+            self,
+            "Pipe",
+            config=settings,
+            description=f"Starts one {workflow.title} execution per SQS message (FIRE_AND_FORGET)",
+            source_queue=self.source_queue,
+            source_key=self.key,
+            state_machine=self.state_machine,
+            workflow_type=machine.state_machine_type,
+            invocation_type=props.invocation_type,
+        )
+        self.pipe: pipes.CfnPipe = pipe.pipe
+        execution_events = ExecutionEvents(
+            self,
+            "ExecutionEvents",
+            config=settings,
+            key=self.key,
+            state_machine=self.state_machine,
+            handled_error=HANDLED_FAILURE_ERROR,
+            alerts_topic=self.alerts_topic,
+            workflow_title=workflow.title,
+        )
+        SlackNotifications(self, "Notifications", config=settings, topic=self.alerts_topic)
+        alert_path = AlertPath(self, "AlertPath", config=settings)
+        monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=settings.alarms,
+            alerts_topic=self.alerts_topic,
+            alert_path_topic=alert_path.topic,
+            runbook_url=settings.runbook_url,
+            resources=MonitoredResources(
+                state_machine=self.state_machine,
+                source_queue=self.source_queue,
+                source_dlq=self.source_dlq,
+                failure_dlq=self.failure_dlq,
+                failure_events_queue=execution_events.failure_events_queue,
+                rule_target_dlq=execution_events.target_dlq,
+                pipe_name=self.pipe.ref,
+                rule=execution_events.rule,
+                functions=dict(workflow.functions),
+                metrics=props.metrics,
+                title=workflow.title,
+                undelivered_alerts=failure.undelivered_alerts,
+                announcer=execution_events.announcer,
+            ),
+        )
+        self.alarms: dict[str, cw.Alarm] = monitoring.alarms
+        self.composite_alarm: cw.CompositeAlarm = monitoring.composite
+        self.dashboard: cw.Dashboard = monitoring.dashboard
+        self.operator_policy = OperatorPolicy(
+            self,
+            "OperatorPolicy",
+            resources=OperatedResources(
+                stack_name=stack.stack_name,
+                source_queue=self.source_queue,
+                source_dlq=self.source_dlq,
+                failure_dlq=self.failure_dlq,
+                watched_queues=(self.source_queue, self.source_dlq, self.failure_dlq,
+                                execution_events.failure_events_queue, execution_events.target_dlq),
+                state_machine=self.state_machine,
+                pipe_arn=self.pipe.attr_arn,
+                key=self.key,
+            ),
+        ).policy
+
+        outputs = {
+            "PipelineName": props.name,
+            "SourceQueueUrl": self.source_queue.queue_url,
+            "SourceDlqUrl": self.source_dlq.queue_url,
+            "FailureDlqUrl": self.failure_dlq.queue_url,
+            "FailureEventsQueueUrl": execution_events.failure_events_queue.queue_url,
+            "EventTargetDlqUrl": execution_events.target_dlq.queue_url,
+            "AlertsTopicArn": self.alerts_topic.topic_arn,
+            "AlertPathTopicArn": alert_path.topic.topic_arn,
+            "StateMachineArn": self.state_machine.state_machine_arn,
+            "PipeName": self.pipe.ref,
+            "PipeArn": self.pipe.attr_arn,
+            "FailureRuleName": execution_events.rule.rule_name,
+            "DashboardName": self.dashboard.dashboard_name,
+            "OperatorPolicyArn": self.operator_policy.managed_policy_arn,
+            "DeliveriesTableName": self.deliveries_table.table_name,
+        }
+        clashing = sorted(set(outputs) & set(props.outputs))
+        if clashing:
+            raise WiringError(f"props.outputs {', '.join(clashing)} are the pipeline's own output keys: rename them")
+        for output_id, value in (outputs | dict(props.outputs)).items():
+            # At the stack's top level, under the fixed key: ff-ops reads outputs by key.
+            CfnOutput(self, output_id, value=value).override_logical_id(output_id)
+
+    def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
+        """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""
+        table = dynamodb.Table(
+            self,
+            "DeliveriesTable",
+            partition_key=dynamodb.Attribute(name="messageId", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            encryption_key=self.key,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            time_to_live_attribute="expiresAt",
+            removal_policy=removal_policy(props.settings),
+        )
+        claimer = props.workflow.functions[props.workflow.claims_delivery]
+        table.grant_read_write_data(claimer)
+        claimer.add_environment("DELIVERIES_TABLE_NAME", table.table_name)
+        # As long as the idempotency records: a duplicate cannot outlive the claim.
+        claimer.add_environment("DELIVERY_CLAIM_TTL_SECONDS", str(props.settings.idempotency_expiry_days * 24 * 3600))
+        return table
+
+
+def _check_name(name: str) -> None:
+    if not (0 < len(name) <= 32 and name[0].isalpha() and all(c.islower() or c.isdigit() or c == "-" for c in name)):
+        raise WiringError(f"Pipeline name {name!r}: use 1 to 32 lowercase letters, digits or '-', starting with a "
+                          "letter (it is written into every failure record).")

@@ -1,0 +1,100 @@
+"""The pipeline's deployment settings: one typed, validated object with the defaults every pipeline deploys with.
+
+Read from the CDK context by the app (stacks/config.py, keys `ff:<camelCase>`), or built directly in code by a
+stack that uses the construct: `PipelineSettings(environment_name="prod", alarm_email="ops@example.com")`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+# The values CloudWatch Logs accepts for a retention period.
+LOG_RETENTION_DAYS = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+)
+
+# SQS keeps a message at most 14 days; Step Functions redrives executions up to 14 days old.
+MAX_RETENTION_DAYS = 14
+
+# Where alarm descriptions link the runbook: a placeholder for the fork that deploys this; set ff:runbookUrl to the
+# runbook's address in your own repository or wiki (an e-mail or a Slack message cannot open a relative path).
+DEFAULT_RUNBOOK_URL = "https://github.com/YOUR-ORG/fire-and-forget/blob/main/docs/runbook.md"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+
+class RetryConfig(_Model):
+    """Backoff for transient errors of the saga's Lambda tasks (FULL jitter is always on)."""
+
+    interval_seconds: int = Field(default=2, ge=1, le=60)
+    max_attempts: int = Field(default=4, ge=0, le=10)
+    backoff_rate: float = Field(default=2.0, ge=1.0, le=5.0)
+    max_delay_seconds: int = Field(default=30, ge=1, le=900)
+    compensation_max_attempts: int = Field(default=6, ge=1, le=10)
+
+
+class AlarmConfig(_Model):
+    """Thresholds and periods of the detection alarms."""
+
+    period_minutes: int = Field(default=5, ge=1, le=60)
+    executions_failed_threshold: int = Field(default=1, ge=1)
+    failure_rate_percent: float = Field(default=5.0, gt=0, le=100)
+    failure_rate_window_minutes: int = Field(default=60, ge=5, le=1440)
+    failure_rate_min_started: int = Field(default=20, ge=1)
+    source_queue_max_age_seconds: int = Field(default=300, ge=60)
+    failure_events_queue_depth: int = Field(default=1, ge=1)
+
+
+class PipelineSettings(_Model):
+    """What a deployment of a pipeline may choose; the defaults deploy as they are."""
+
+    environment_name: str = Field(default="dev", pattern=r"^[a-z][a-z0-9-]{0,15}$")
+    alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+    # The alert path's own channel (AlertPathTopic): who hears that the alerts themselves fail. Default: alarmEmail.
+    alert_path_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+    # Amazon Q Developer in chat applications (AWS Chatbot): the Slack team id (T...) and channel id (C...).
+    slack_workspace_id: str | None = Field(default=None, pattern=r"^[0-9A-Z]{1,255}$")
+    slack_channel_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]{1,255}$")
+    webhook_url: str | None = Field(default=None, pattern=r"^https://\S+$")
+    runbook_url: str = Field(default=DEFAULT_RUNBOOK_URL, pattern=r"^https://[^\s#]+$")
+    log_retention_days: int = 30
+    dlq_retention_days: int = Field(default=MAX_RETENTION_DAYS, ge=1, le=MAX_RETENTION_DAYS)
+    max_receive_count: int = Field(default=5, ge=5, le=1000)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    include_execution_data: bool = False
+    removal_policy: Literal["retain", "destroy"] = "retain"
+    task_timeout_seconds: int = Field(default=30, ge=10, le=900)
+    execution_timeout_minutes: int = Field(default=60, ge=5, le=525_600)
+    idempotency_expiry_days: int = Field(default=15, ge=MAX_RETENTION_DAYS, le=365)
+    retry: RetryConfig = RetryConfig()
+    alarms: AlarmConfig = AlarmConfig()
+
+    @field_validator("retry", "alarms", mode="before")
+    @classmethod
+    def _json_object(cls, value: Any) -> Any:
+        # `cdk deploy -c 'ff:retry={"maxAttempts":3}'` arrives as a JSON string.
+        return json.loads(value) if isinstance(value, str) else value
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _known_retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"must be one of the CloudWatch Logs retention periods {LOG_RETENTION_DAYS}")
+        return value
+
+    @model_validator(mode="after")
+    def _slack_pair(self) -> PipelineSettings:
+        if (self.slack_workspace_id is None) != (self.slack_channel_id is None):
+            raise ValueError("slackWorkspaceId and slackChannelId go together: set both or neither")
+        return self
+
+    @property
+    def lambda_timeout_seconds(self) -> int:
+        """Below the Task timeout, so Step Functions sees the function's own timeout error first."""
+        return self.task_timeout_seconds - 5

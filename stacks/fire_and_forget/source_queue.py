@@ -1,0 +1,35 @@
+"""The queue callers fire orders into, and the DLQ for messages the pipe could not hand over."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from stacks.fire_and_forget.defaults import dead_letter_queue, encrypted_queue
+from stacks.fire_and_forget.settings import PipelineSettings
+
+# Why these numbers: docs/design.md, "Source queue".
+VISIBILITY_TIMEOUT = Duration.minutes(5)
+MAX_MESSAGE_SIZE_BYTES = 64 * 1024
+
+
+class SourceQueue(Construct):
+    """Encrypted, TLS-only source queue whose redrive policy catches messages the pipe fails to start."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, config: PipelineSettings) -> None:
+        super().__init__(scope, construct_id)
+        self.dead_letter_queue = dead_letter_queue(self, "SourceDlq", key=key, config=config)
+        self.queue = encrypted_queue(
+            self,
+            "Queue",
+            key=key,
+            config=config,
+            visibility_timeout=VISIBILITY_TIMEOUT,
+            max_message_size_bytes=MAX_MESSAGE_SIZE_BYTES,
+            retention_period=Duration.days(4),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dead_letter_queue, max_receive_count=config.max_receive_count
+            ),
+        )

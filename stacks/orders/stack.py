@@ -1,0 +1,70 @@
+"""The order example: the order saga's tasks and tables, run by one FireAndForgetPipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from stacks.config import AppConfig
+from stacks.fire_and_forget import FireAndForgetPipeline, PipelineProps, PipelineSettings, Workflow, workflow
+from stacks.fire_and_forget.messaging_key import MessagingKey
+from stacks.orders.tasks import ORDER_METRICS, SagaTasks
+
+ASL_FILE = Path(__file__).resolve().parents[2] / "statemachines" / "orders" / "order_saga.asl.json"
+# The undo steps, in the order the saga runs them (the reverse of the steps they undo).
+COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
+# `ff-ops smoke` stocks one item of its own (SMOKE-<run id>) in the inventory table and deletes it afterwards.
+SMOKE_STOCK = ["dynamodb:PutItem", "dynamodb:DeleteItem"]
+CLAIMS_DELIVERY = "ReserveInventory"
+
+
+def render_definition(config: PipelineSettings) -> dict[str, Any]:
+    """The order saga's definition as deployed with `config` (the failure tail included, placeholders unfilled)."""
+    return workflow.render_definition(ASL_FILE, config, compensations=COMPENSATIONS, claims_delivery=CLAIMS_DELIVERY)
+
+
+class OrderStack(Stack):
+    """SQS -> Pipe (FIRE_AND_FORGET) -> order saga -> the pipeline's failure tail; the tables and the six tasks."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        # One key for the tables and the pipeline's queues and topic: the orders hold addresses and payment tokens.
+        key = MessagingKey(self, "MessagingKey", config=config).key
+        tasks = SagaTasks(self, "SagaTasks", config=config, key=key)
+        self.pipeline = FireAndForgetPipeline(
+            self,
+            "Pipeline",
+            props=PipelineProps(
+                name="orders",
+                workflow=Workflow(
+                    title="Order saga",
+                    definition_file=ASL_FILE,
+                    functions=tasks.functions,
+                    claims_delivery=CLAIMS_DELIVERY,
+                    compensations=COMPENSATIONS,
+                ),
+                metrics=ORDER_METRICS,
+                settings=config,
+                key=key,
+                outputs={f"{name}TableName": table.table_name for name, table in tasks.tables.items()},
+            ),
+        )
+        self._let_operators_smoke_test(tasks)
+
+    def _let_operators_smoke_test(self, tasks: SagaTasks) -> None:
+        """`ff-ops smoke` sends a real order through, so it stocks the one sku that order buys, and only that."""
+        policy = self.pipeline.operator_policy
+        policy.add_statements(
+            iam.PolicyStatement(sid="StockTheSmokeItem", actions=SMOKE_STOCK,
+                                resources=[tasks.tables["Inventory"].table_arn]),
+            iam.PolicyStatement(
+                sid="UseTheKeyThroughDynamoDbForTheSmokeItem",
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=[self.pipeline.key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{self.region}.{self.url_suffix}"}},
+            ),
+        )
