@@ -10,10 +10,10 @@ from enum import StrEnum
 from typing import Any
 
 from offline.rehearsal import Execution, Rehearsal
-from stacks.contract import DUPLICATE_ENDS
+from stacks.contract import DUPLICATE_ENDS, HANDLED_FAILURE_ERROR
 
 _EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s]+:\d+:execution:[^:\s]+:[A-Za-z0-9_-]+")
-HANDLED_FAILURE = "FailureRecorded"
+HANDLED_FAILURE = HANDLED_FAILURE_ERROR
 
 
 class Place(StrEnum):

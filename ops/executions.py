@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from ops.errors import ACCESS_CODES, THROTTLING_CODES, UsageError, error_code
+from stacks.contract import HANDLED_FAILURE_ERROR
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
@@ -28,7 +29,7 @@ REDRIVE_WINDOW = timedelta(days=14)
 # Our executions time out after an hour; this margin lets listing stop at executions started long before the window.
 _LISTING_MARGIN = timedelta(days=1)
 UNSUCCESSFUL = ("FAILED", "TIMED_OUT", "ABORTED")
-RECORDED_ERRORS = frozenset({"FailureRecorded"})
+RECORDED_ERRORS = frozenset({HANDLED_FAILURE_ERROR})
 
 
 class Verdict(StrEnum):

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ops.smoke_watch import ALERT_STATE, RECORD_STATE, ExecutionView, Tracked
+from stacks.contract import HANDLED_FAILURE_ERROR
 
-HANDLED_ERROR = "FailureRecorded"  # the Fail state after HandleFailure and NotifyFailure
+HANDLED_ERROR = HANDLED_FAILURE_ERROR  # the Fail state after HandleFailure and NotifyFailure
 
 
 class Case(StrEnum):

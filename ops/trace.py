@@ -21,7 +21,7 @@ from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import NotFound
 from ops.failures import list_failures
 from ops.records import FailureRecord
-from stacks.contract import DUPLICATE_ENDS
+from stacks.contract import DUPLICATE_ENDS, HANDLED_FAILURE_ERROR
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -35,7 +35,7 @@ DEFAULT_MAX_EXECUTIONS = 500
 COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
 ALERT_STATE = "NotifyFailure"
 # The error an execution ends with once HandleFailure put the order in the failure DLQ (ops/executions.py).
-RECORDED_ERROR = "FailureRecorded"
+RECORDED_ERROR = HANDLED_FAILURE_ERROR
 _TASK_END = {
     "TaskSucceeded": "succeeded",
     "TaskFailed": "failed",

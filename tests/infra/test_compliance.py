@@ -24,10 +24,11 @@ from tests.support.cdk import REPO, STACK_NAME, load_template
 NODE_BIN = REPO / "node_modules" / ".bin"
 
 
-def test_cfn_lint_reports_nothing(cloud_assembly: Path) -> None:
+@pytest.mark.parametrize("stack", [STACK_NAME, CATALOG_STACK_NAME])
+def test_cfn_lint_reports_nothing(cloud_assembly: Path, stack: str) -> None:
     result = subprocess.run(
         # The venv's cfn-lint: a bare name may find a pyenv shim that refuses under .python-version.
-        [str(Path(sys.executable).parent / "cfn-lint"), str(cloud_assembly / f"{STACK_NAME}.template.json")],
+        [str(Path(sys.executable).parent / "cfn-lint"), str(cloud_assembly / f"{stack}.template.json")],
         cwd=REPO, capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from tests.permissions.matrix import MatrixBuilder
 from tests.permissions.operator import operator_checks
 from tests.permissions.simulator import available, simulate
-from tests.support.cdk import cdk_context, load_template, synthesize
+from tests.support.cdk import CATALOG_STACK_NAME, STACK_NAME, cdk_context, load_template, synthesize
 
 FULL_CONTEXT = {
     "ff:alarmEmail": "ops@example.com",
@@ -22,15 +23,27 @@ _STATS: dict[str, Any] = {}
 
 
 @pytest.fixture(scope="session")
-def full_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def full_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The app with every channel configured, so the subscription DLQ and the Chatbot role exist."""
-    return load_template(synthesize(tmp_path_factory.mktemp("permissions"), context=cdk_context() | FULL_CONTEXT))
+    return synthesize(tmp_path_factory.mktemp("permissions"), context=cdk_context() | FULL_CONTEXT)
+
+
+@pytest.fixture(scope="session", params=[STACK_NAME, CATALOG_STACK_NAME], ids=["orders", "catalog"])
+def stack_name(request: pytest.FixtureRequest) -> str:
+    """Each example: the same construct, so the same matrix, built from each stack's own template."""
+    name: str = request.param
+    return name
 
 
 @pytest.fixture(scope="session")
-def matrix(full_template: dict[str, Any]) -> MatrixBuilder:
+def full_template(full_assembly: Path, stack_name: str) -> dict[str, Any]:
+    return load_template(full_assembly, stack_name)
+
+
+@pytest.fixture(scope="session")
+def matrix(full_template: dict[str, Any], stack_name: str) -> MatrixBuilder:
     builder = MatrixBuilder(full_template).build()
-    operator_checks(builder)
+    operator_checks(builder, stack_name)
     return builder
 
 
@@ -42,12 +55,9 @@ def verdicts(matrix: MatrixBuilder) -> dict[str, dict[str, Any]]:
         pytest.fail(f"the permission matrix needs the IAM simulator: {reason}")
     started = time.perf_counter()
     results = simulate([check.request() for check in matrix.checks])
-    _STATS.update(
-        edges=len(matrix.edges),
-        checks=len(matrix.checks),
-        seconds=time.perf_counter() - started,
-        allowed=sum(c.allowed for c in matrix.checks),
-    )
+    for key, value in (("edges", len(matrix.edges)), ("checks", len(matrix.checks)),
+                       ("seconds", time.perf_counter() - started), ("allowed", sum(c.allowed for c in matrix.checks))):
+        _STATS[key] = _STATS.get(key, 0) + value  # summed over the two stacks
     return results
 
 
