@@ -152,15 +152,17 @@ diagram: install ## redraw docs/architecture.png (from a fresh synth) and docs/w
 	$(RUN) --group docs python docs/diagrams/workflow.py
 
 CDK_ARGS ?=
+# Both examples by default; STACKS=FireAndForget (the order saga) or STACKS=FireAndForget-Catalog for one.
+STACKS ?= --all
 
 bootstrap: install ## once per account and region: cdk bootstrap with your current credentials
 	$(CDK) bootstrap $(CDK_ARGS)
 
-deploy: install ## deploy to the AWS account of your current credentials (CDK_ARGS="-c ff:alarmEmail=...")
-	$(CDK) deploy $(CDK_ARGS)
+deploy: install ## deploy both examples to your current credentials' account (STACKS=<name>, CDK_ARGS="-c ff:alarmEmail=...")
+	$(CDK) deploy $(STACKS) $(CDK_ARGS)
 
-destroy: install ## delete the stack (retained tables, queues and key stay; see README)
-	$(CDK) destroy $(CDK_ARGS)
+destroy: install ## delete the stacks (STACKS=<name> for one; retained tables, queues and key stay; see README)
+	$(CDK) destroy $(STACKS) $(CDK_ARGS)
 
 SMOKE_ARGS ?=
 

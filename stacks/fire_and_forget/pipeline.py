@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import jsii
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_dynamodb as dynamodb
@@ -13,7 +14,7 @@ from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from stacks.contract import HANDLED_FAILURE_ERROR
 from stacks.fire_and_forget.alert_path import AlertPath
@@ -185,6 +186,7 @@ class FireAndForgetPipeline(Construct):
         for output_id, value in (outputs | dict(props.outputs)).items():
             # At the stack's top level, under the fixed key: ff-ops reads outputs by key.
             CfnOutput(self, output_id, value=value).override_logical_id(output_id)
+        self.node.add_validation(_GeneratedNamesFit(stack, (self.state_machine, execution_events.announcer)))
 
     def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
         """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""
@@ -207,6 +209,34 @@ class FireAndForgetPipeline(Construct):
         # As long as the idempotency records: a duplicate cannot outlive the claim.
         claimer.add_environment("DELIVERY_CLAIM_TTL_SECONDS", str(props.settings.idempotency_expiry_days * 24 * 3600))
         return table
+
+
+# CloudFormation names a state machine without a StateMachineName `<stack name>-<logical id>-<12 characters>`, and
+# Step Functions takes at most 80 characters (API_StateMachineListItem: "Maximum length of 80").
+MAX_STATE_MACHINE_NAME = 80
+GENERATED_SUFFIX = 13
+
+
+@jsii.implements(IValidation)
+class _GeneratedNamesFit:
+    """Refuse at synth a stack name so long that a generated state machine name would exceed 80 characters."""
+
+    def __init__(self, stack: Stack, machines: tuple[sfn.StateMachine, ...]) -> None:
+        self._stack = stack
+        self._machines = machines
+
+    def validate(self) -> list[str]:
+        problems = []
+        for machine in self._machines:
+            logical_id = self._stack.resolve(self._stack.get_logical_id(machine.node.default_child))  # type: ignore[arg-type]
+            length = len(self._stack.stack_name) + 1 + len(str(logical_id)) + GENERATED_SUFFIX
+            if length > MAX_STATE_MACHINE_NAME:
+                problems.append(
+                    f"state machine {machine.node.path}: CloudFormation would name it {length} characters long "
+                    f"(stack name + logical id), over Step Functions' {MAX_STATE_MACHINE_NAME}: use a stack name of at "
+                    f"most {len(self._stack.stack_name) - (length - MAX_STATE_MACHINE_NAME)} characters"
+                )
+        return problems
 
 
 def _check_name(name: str) -> None:
