@@ -12,7 +12,7 @@ from typing import Any
 
 from stacks.config import DEFAULT_STACK_NAME
 
-STACK_NAME = DEFAULT_STACK_NAME  # the rehearsal deploys the default stack
+STACK_NAME = DEFAULT_STACK_NAME  # the stack the rehearsal deploys unless it is given another of the assembly
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class CloudAssembly:
     directory: Path
     template: dict[str, Any]
     assets: tuple[FileAsset, ...]
+    stack_name: str = STACK_NAME  # the stack's name in the assembly: the rehearsal deploys it under this name
 
     @classmethod
     def load(cls, directory: Path, stack_name: str = STACK_NAME) -> CloudAssembly:
@@ -50,7 +51,7 @@ class CloudAssembly:
                 assets.append(
                     FileAsset(directory / entry["source"]["path"], destination["bucketName"], destination["objectKey"])
                 )
-        return cls(directory, template, tuple(assets))
+        return cls(directory, template, tuple(assets), stack_name)
 
     def resources_of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
         return {lid: res for lid, res in self.template["Resources"].items() if res["Type"] == resource_type}

@@ -12,7 +12,7 @@ import boto3
 from moto.cloudformation.models import cloudformation_backends
 from moto.cloudformation.parsing import NULL_MODELS, clean_json, get_model_map
 
-from offline.assembly import STACK_NAME, CloudAssembly
+from offline.assembly import CloudAssembly
 
 ACCOUNT = "123456789012"  # moto's default account
 # What `cdk bootstrap` writes into the account: the template checks this version parameter at deploy time.
@@ -38,26 +38,28 @@ class DeployedStack:
 
 
 def deploy(assembly: CloudAssembly, region: str) -> DeployedStack:
-    """Upload the assets, create the stack from the template, and make its state machines executable."""
+    """Upload the assets, create the stack from the template under the assembly's stack name, and make its state
+    machines executable."""
     _upload_assets(assembly, region)
     _bootstrap_version_parameter(assembly, region)
     template = _deployable_template(assembly.template)
     cfn = boto3.client("cloudformation", region_name=region)
+    name = assembly.stack_name
     cfn.create_stack(
-        StackName=STACK_NAME,
+        StackName=name,
         TemplateBody=json.dumps(template),
         Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
     )
-    description = cfn.describe_stacks(StackName=STACK_NAME)["Stacks"][0]
+    description = cfn.describe_stacks(StackName=name)["Stacks"][0]
     if description["StackStatus"] != "CREATE_COMPLETE":
         raise RuntimeError(f"offline deployment failed: {description['StackStatus']}")
-    resources = cfn.describe_stack_resources(StackName=STACK_NAME)["StackResources"]
+    resources = cfn.describe_stack_resources(StackName=name)["StackResources"]
     stack = DeployedStack(
-        name=STACK_NAME,
+        name=name,
         outputs={o["OutputKey"]: o["OutputValue"] for o in description.get("Outputs", [])},
         # moto reports no physical id for a LayerVersion (AWS: its ARN); nothing looks one up by logical id.
         physical_ids={r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources if "PhysicalResourceId" in r},
-        resource_map=_moto_stack(region).resource_map,
+        resource_map=_moto_stack(region, name).resource_map,
     )
     stack.definitions.update(_recreate_state_machines(assembly, stack, region))
     return stack
@@ -137,9 +139,9 @@ def _mentions(fragment: Any, logical_id: str) -> bool:
     return f'"Ref": "{logical_id}"' in text or f'["{logical_id}",' in text or f'"{logical_id}"' in text
 
 
-def _moto_stack(region: str) -> Any:
+def _moto_stack(region: str, name: str) -> Any:
     backend = cloudformation_backends[ACCOUNT][region]
-    return next(stack for stack in backend.stacks.values() if stack.name == STACK_NAME)
+    return next(stack for stack in backend.stacks.values() if stack.name == name)
 
 
 def _recreate_state_machines(assembly: CloudAssembly, stack: DeployedStack, region: str) -> dict[str, Any]:

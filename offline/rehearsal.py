@@ -14,7 +14,7 @@ import boto3
 from moto import mock_aws
 
 from offline import client_cache
-from offline.assembly import CloudAssembly
+from offline.assembly import STACK_NAME, CloudAssembly
 from offline.clock import RetryClock
 from offline.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
 from offline.execution_events import EventBus, RuleDefinition, status_change_event
@@ -55,7 +55,8 @@ class Execution:
 
 
 class Rehearsal:
-    """Use as a context manager: `with Rehearsal.start(Path("cdk.out")) as aws: ...`."""
+    """Use as a context manager: `with Rehearsal.start(Path("cdk.out")) as aws: ...`; any stack of the assembly with
+    the pipeline's outputs: `Rehearsal.start(Path("cdk.out"), stack_name="FireAndForget-Catalog")`."""
 
     def __init__(self, assembly: CloudAssembly, region: str = "us-east-1",
                  execution_timeout_seconds: int | None = None) -> None:
@@ -77,8 +78,8 @@ class Rehearsal:
 
     @classmethod
     @contextmanager
-    def start(cls, assembly_dir: Path, **kwargs: Any) -> Iterator[Rehearsal]:
-        rehearsal = cls(CloudAssembly.load(assembly_dir), **kwargs)
+    def start(cls, assembly_dir: Path, stack_name: str = STACK_NAME, **kwargs: Any) -> Iterator[Rehearsal]:
+        rehearsal = cls(CloudAssembly.load(assembly_dir, stack_name), **kwargs)
         rehearsal.open()
         try:
             yield rehearsal

@@ -1,5 +1,6 @@
-"""Faults in the AWS services the workflow and the operator tools call: the failure DLQ and the source DLQ (SQS), and
-the alerts topic (SNS); plus SQS's documented message limits (offline/sqs_rules.py) on every SendMessage.
+"""Faults in the AWS services the workflow and the operator tools call: the failure DLQ and the source DLQ (SQS), the
+alerts topic (SNS) and every table the stack names in an output (DynamoDB); plus SQS's documented message limits
+(offline/sqs_rules.py) on every SendMessage.
 
 A fault strikes before the call (UNAVAILABLE: nothing happens, a 5xx), after it (RESPONSE_LOST: the call took
 effect, then a 5xx, so the caller's retry repeats it), or holds it (HANG: the call waits until the rehearsal
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from moto.core.exceptions import JsonRESTError
+from moto.dynamodb.models import DynamoDBBackend
 from moto.sns.models import SNSBackend
 from moto.sqs.models import SQSBackend
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
@@ -24,6 +26,10 @@ from offline.sqs_rules import install_sqs_rules
 _EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s\"]+:\d+:execution:[^:\s\"]+:[A-Za-z0-9_-]+")
 # DeleteMessage fault targets, by the output that names the queue.
 DELETE_TARGETS = {"FailureDlqUrl": "FailureDlqDelete", "SourceDlqUrl": "SourceDlqDelete"}
+# The single-item DynamoDB calls a fault on a table strikes (its target: the output key without "Name", e.g.
+# "SearchIndexTable" for the output SearchIndexTableName), whoever makes them: a handler or a workflow's service task.
+TABLE_OUTPUT_SUFFIX = "TableName"
+DYNAMODB_CALLS = ("put_item", "get_item", "update_item", "delete_item")
 
 
 class _Unavailable(JsonRESTError):
@@ -35,8 +41,9 @@ class _Unavailable(JsonRESTError):
 
 def install_service_faults(faults: FaultPlan, outputs: dict[str, str], account: str = "123456789012",
                            region: str = "us-east-1") -> Callable[[], None]:
-    """Patch SendMessage, DeleteMessage and Publish; returns the undo function."""
+    """Patch SendMessage, DeleteMessage, Publish and the single-item DynamoDB calls; returns the undo function."""
     undo_rules = install_sqs_rules()
+    undo_tables = _install_table_faults(faults, outputs)
     send_message, delete_message, publish = SQSBackend.send_message, SQSBackend.delete_message, SNSBackend.publish
     failure_dlq_name = outputs["FailureDlqUrl"].rsplit("/", 1)[1]
     delete_targets = {outputs[key].rsplit("/", 1)[1]: target for key, target in DELETE_TARGETS.items()
@@ -76,9 +83,54 @@ def install_service_faults(faults: FaultPlan, outputs: dict[str, str], account: 
         SQSBackend.send_message = send_message  # type: ignore[method-assign]
         SQSBackend.delete_message = delete_message  # type: ignore[method-assign]
         SNSBackend.publish = publish  # type: ignore[method-assign]
+        undo_tables()
         undo_rules()
 
     return undo
+
+
+def table_fault_targets(outputs: dict[str, str]) -> dict[str, str]:
+    """Table name -> fault target, for every table the stack names in an output (`XTableName` -> "XTable")."""
+    return {name: key.removesuffix("Name") for key, name in outputs.items() if key.endswith(TABLE_OUTPUT_SUFFIX)}
+
+
+def _install_table_faults(faults: FaultPlan, outputs: dict[str, str]) -> Callable[[], None]:
+    """A fault on "XTable" makes DynamoDB fail (UNAVAILABLE: a 503 before the call; RESPONSE_LOST: after it) the
+    single-item calls on that table; scoped to an order, it strikes only calls whose key or item names it."""
+    targets = table_fault_targets(outputs)
+    strike = _Striker(faults)
+    originals = {name: getattr(DynamoDBBackend, name) for name in DYNAMODB_CALLS}
+
+    def faulty(name: str) -> Callable[..., Any]:
+        original = originals[name]
+
+        def call_with_faults(self: DynamoDBBackend, table_name: str, *args: Any, **kwargs: Any) -> Any:
+            def call() -> Any:
+                return original(self, table_name, *args, **kwargs)
+
+            target = targets.get(table_name)
+            if target is None:
+                return call()
+            return strike(target, _plain_attributes(args[0] if args else {}), "DynamoDB", call)
+
+        return call_with_faults
+
+    for name in DYNAMODB_CALLS:
+        setattr(DynamoDBBackend, name, faulty(name))
+
+    def undo() -> None:
+        for name, original in originals.items():
+            setattr(DynamoDBBackend, name, original)
+
+    return undo
+
+
+def _plain_attributes(attributes: Any) -> dict[str, Any]:
+    """{"orderId": {"S": "ord-1"}} as {"orderId": "ord-1"}: what a fault's order scope searches."""
+    if not isinstance(attributes, dict):
+        return {}
+    return {key: next(iter(value.values()), None) if isinstance(value, dict) else value
+            for key, value in attributes.items()}
 
 
 class _Striker:

@@ -43,7 +43,9 @@ def failures_list(console: Console, listing: FailureListing) -> None:
     for column in ("order", "error", "failed state", "failed at", "repair", "cause"):
         table.add_column(column, no_wrap=column != "cause")
     for r in listing.records:
-        table.add_row(r.order_id or "(no order id)", r.error, r.failed_state, _when(r.failed_at),
+        # A body without an orderId (an invalid order, or another pipeline's message) is labelled by its message id.
+        table.add_row(r.order_id or f"message {r.source_message_id or r.message_id}", r.error, r.failed_state,
+                      _when(r.failed_at),
                       "[bold red]YES[/]" if r.manual_repair else "no", _short(cause_message(r.cause), 60))
     console.print(table)
     if listing.truncated:
@@ -58,7 +60,7 @@ def failure_detail(console: Console, record: FailureRecord) -> None:
     table.add_column(style="bold")
     table.add_column()
     rows = [
-        ("order id", record.order_id or "(no order id: the body is not an order)"),
+        ("order id", record.order_id or "(none: the body has no orderId; see source message id)"),
         ("error", record.error), ("cause", cause_message(record.cause) or "-"), ("failed state", record.failed_state),
         ("failed at", _when(record.failed_at)), ("manual repair", "YES" if record.manual_repair else "no"),
         ("compensation", readable(record.compensation)), ("execution", record.execution_arn or "-"),

@@ -18,7 +18,6 @@ import pytest
 from typer.testing import CliRunner
 
 import ops.dlq
-from offline.assembly import STACK_NAME
 from offline.deployment import ACCOUNT
 from offline.orders import seed_inventory
 from offline.rehearsal import Rehearsal
@@ -67,7 +66,7 @@ def publish_pipe(aws: Rehearsal) -> None:
     created = pipes.create_pipe(Name=definition.name, Source=definition.source_queue_arn,
                                 Target=definition.target_arn, RoleArn=f"arn:aws:iam::{ACCOUNT}:role/offline-pipe",
                                 DesiredState="RUNNING")
-    stack = next(s for s in cloudformation_backends[ACCOUNT][aws.region].stacks.values() if s.name == STACK_NAME)
+    stack = next(s for s in cloudformation_backends[ACCOUNT][aws.region].stacks.values() if s.name == aws.stack.name)
     stack.output_map._output_json_map.update(
         {"PipeName": {"Value": definition.name}, "PipeArn": {"Value": created["Arn"]}})
 
