@@ -60,7 +60,7 @@ ANNOUNCER_ASL = Path(__file__).resolve().parent / "asl" / "announce_execution_fa
 
 
 class ExecutionEvents(Construct):
-    """Rule on the saga's status changes, to the announcer and the failure-events queue.
+    """Rule on the workflow's status changes, to the announcer and the failure-events queue.
 
     The announcer is an Express state machine rather than an SNS target: an input transformer can only publish one
     text to every subscriber, while the announcement must be plain text in e-mail and a custom-notification card in
@@ -123,7 +123,7 @@ class ExecutionEvents(Construct):
             self,
             "Announcer",  # short: CloudFormation names it <stack>-<logical id>-<suffix>, at most 80 characters
             state_machine_type=sfn.StateMachineType.EXPRESS,
-            # Inline, like the saga's: from_file would make it an S3 asset.
+            # Inline, like the workflow's: from_file would make it an S3 asset.
             definition_body=sfn.DefinitionBody.from_string(ANNOUNCER_ASL.read_text(encoding="utf-8")),
             definition_substitutions={
                 "AlertsTopicArn": alerts_topic.topic_arn,

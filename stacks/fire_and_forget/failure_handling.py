@@ -15,11 +15,11 @@ from stacks.fire_and_forget.settings import PipelineSettings
 
 
 class FailureHandling(Construct):
-    """The failure DLQ (failed orders with their error) and the encrypted, TLS-only alerts topic.
+    """The failure DLQ (failed messages with their error) and the encrypted, TLS-only alerts topic.
 
     The topic's policy replaces SNS's default one, so every AWS service that publishes to it on its own behalf is
     allowed here by name, scoped to this account's own resources (confused deputy): CloudWatch alarms. Nothing
-    else needs a statement: the saga and the announcer publish with their roles' identity policies, and no
+    else needs a statement: the workflow and the announcer publish with their roles' identity policies, and no
     EventBridge rule targets the topic directly (the failure rule announces through AnnounceExecutionFailure).
     """
 

@@ -61,7 +61,7 @@ def _execution_trends(r: MonitoredResources) -> list[cw.IWidget]:
 
 
 def _workflow_outcomes(r: MonitoredResources) -> list[cw.IWidget]:
-    """What the handlers counted: completed steps, absorbed rejections, and (a saga only) compensations."""
+    """What the handlers counted: completed steps, absorbed rejections, and the compensations that ran."""
     hour, day = Duration.hours(1), Duration.days(1)
     m = r.metrics
     widgets: list[cw.IWidget] = [

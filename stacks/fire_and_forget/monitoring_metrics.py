@@ -36,7 +36,7 @@ class WorkflowMetrics:
     service: str
     outcomes: tuple[str, ...] = ()  # what success looks like, per step
     rejections: tuple[str, ...] = ()  # business errors and duplicates, absorbed by design
-    compensations: tuple[str, ...] = ()  # undo steps that ran (a saga only)
+    compensations: tuple[str, ...] = ()  # undo steps that ran (a workflow that compensates)
     manual_repair: str | None = None  # the count of compensations that failed for good
     expected_errors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -60,7 +60,7 @@ class MonitoredResources:
     rule: events.IRule
     functions: Mapping[str, lambda_.IFunction]  # the workflow's task functions, by the state that invokes them
     metrics: WorkflowMetrics
-    title: str  # the workflow's name in alarm descriptions and widget titles ("Order saga")
+    title: str  # the workflow's name in alarm descriptions and widget titles (Workflow.title)
     # Exists only when an e-mail or webhook subscription does: alerts SNS could not deliver.
     undelivered_alerts: sqs.IQueue | None = None
     # The Express state machine that announces what the failure rule matched (ExecutionEvents.announcer).

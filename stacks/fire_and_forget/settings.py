@@ -30,7 +30,7 @@ class _Model(BaseModel):
 
 
 class RetryConfig(_Model):
-    """Backoff for transient errors of the saga's Lambda tasks (FULL jitter is always on)."""
+    """Backoff for transient errors of the workflow's Lambda tasks (FULL jitter is always on)."""
 
     interval_seconds: int = Field(default=2, ge=1, le=60)
     max_attempts: int = Field(default=4, ge=0, le=10)

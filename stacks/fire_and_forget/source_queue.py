@@ -1,4 +1,4 @@
-"""The queue callers fire orders into, and the DLQ for messages the pipe could not hand over."""
+"""The queue callers fire messages into, and the DLQ for messages the pipe could not hand over."""
 
 from __future__ import annotations
 
