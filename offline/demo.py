@@ -12,6 +12,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +20,7 @@ import typer
 from rich.console import Console
 
 from offline.accounting import Ledger, Place, account
+from offline.assembly import STACK_NAME
 from offline.cost import PRICES, Usage, add, per_million, usage_of_execution
 from offline.demo_report import next_steps, render
 from offline.faults import Fault, FaultKind
@@ -28,6 +30,16 @@ from ops.trend_page import trend_page
 from stacks.contract import DUPLICATE_ENDS
 
 app = typer.Typer(add_completion=False, help=__doc__)
+CATALOG_STACK_NAME = f"{STACK_NAME}-Catalog"  # app.py's second stack (importing app.py would pull in CDK)
+DEFAULT_REPORT = Path("demo-report.json")
+CATALOG_REPORT = Path("demo-catalog-report.json")
+
+
+class Example(StrEnum):
+    """The app's two stacks, each an example of the same construct."""
+
+    ORDERS = "orders"
+    CATALOG = "catalog"
 
 # The default mix: mostly good orders, and every kind of trouble the pipeline must survive.
 MIX = {
@@ -100,9 +112,36 @@ def main(
     assembly: Annotated[Path, typer.Option(help="The synthesized cloud assembly.")] = Path("cdk.out"),
     report: Annotated[Path, typer.Option(help="Where to write the JSON report (the HTML page goes next to it).")]
     = Path("demo-report.json"),
+    example: Annotated[Example, typer.Option(help="Which example's stack to push messages through.")]
+    = Example.ORDERS,
+    products: Annotated[int, typer.Option(min=1, max=500, help="Catalog example: product messages in the first wave.")]
+    = 40,
 ) -> None:
-    """Deploy the synthesized app into the offline emulator and push orders through it."""
+    """Deploy the synthesized app into the offline emulator and push orders (or, with --example catalog, product
+    changes) through it."""
+    if example is Example.CATALOG:
+        catalog_report = CATALOG_REPORT if report == DEFAULT_REPORT else report
+        run_catalog(products=products, chaos=chaos, seed=seed, assembly=assembly, report=catalog_report)
+        return
     run_and_keep(orders=orders, chaos=chaos, seed=seed, assembly=assembly, report=report, port=None)
+
+
+def run_catalog(*, products: int, chaos: bool, seed: int, assembly: Path, report: Path) -> None:
+    """The catalog example through the same rehearsal: its stack chosen, nothing else different."""
+    from offline import catalog_demo
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
+    quiet_logs()
+    if not (assembly / f"{CATALOG_STACK_NAME}.template.json").exists():
+        console.print(f"[red]No synthesized catalog stack in {assembly}: run `make synth` first.[/red]")
+        raise typer.Exit(2)
+    with Rehearsal.start(assembly, stack_name=CATALOG_STACK_NAME) as aws:
+        result = catalog_demo.run_catalog_demo(aws, console, products=products, chaos=chaos, seed=seed)
+    report.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    catalog_demo.render(console, result)
+    console.print(f"Report: {report} (JSON).")
+    if not result["balanced"]:
+        raise typer.Exit(1)
 
 
 def run_and_keep(*, orders: int, chaos: bool, seed: int, assembly: Path, report: Path, port: int | None) -> None:
@@ -131,6 +170,7 @@ def quiet_logs() -> None:
     # Powertools warns when an invocation records no metric (a compensation with nothing to undo): not news here.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     logging.getLogger("order-saga").setLevel(logging.WARNING)
+    logging.getLogger("catalog-index").setLevel(logging.WARNING)
 
 
 def run_demo(aws: Rehearsal, console: Console, *, orders: int, chaos: bool, seed: int) -> dict[str, Any]:
