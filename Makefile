@@ -108,9 +108,12 @@ pytest: install chromium ## the test suite, on every core (one synthesized app p
 test: lint checkov pytest ## every check: lint, types, synth, cdk-nag, cfn-lint, Checkov, tests
 
 DEMO_ARGS ?=
+# The catalog example runs after the orders, with chaos when the orders had it (CATALOG_DEMO_ARGS="--products 100").
+CATALOG_DEMO_ARGS ?= $(filter --chaos,$(DEMO_ARGS))
 
-demo: synth ## the main job: deploy the app offline and push orders through it (DEMO_ARGS="--orders 500 --chaos")
+demo: synth ## the main job: deploy the app offline, push orders, then product changes, through it (DEMO_ARGS="--orders 500 --chaos")
 	$(RUN) ff-demo $(DEMO_ARGS)
+	$(RUN) ff-demo --example catalog $(CATALOG_DEMO_ARGS)
 
 PRACTICE_ARGS ?=
 
