@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 INDEXED = "INDEXED"
 SUPERSEDED = "SUPERSEDED"
 
-# The workflow's Retry owns retries and their backoff; botocore gets one extra attempt, not its default of three.
+# The workflow's Retry owns retries and their backoff; botocore keeps a short budget of its own: `max_attempts` counts
+# retries after the first call (botocore's Config reference), so 3 calls at most per request.
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 2}, connect_timeout=2, read_timeout=5)
 
 

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
 # The state machine owns retries (with backoff and a budget per step): botocore retrying on its own as
-# well would multiply attempts and hide throttling from the TransientError metric, so keep it short.
+# well would multiply attempts and hide throttling from the TransientError metric, so keep it short: `max_attempts`
+# counts retries after the first call (botocore's Config reference), so 3 calls at most per request.
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 2}, connect_timeout=2, read_timeout=5)
 
 
