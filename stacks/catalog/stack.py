@@ -61,6 +61,7 @@ class CatalogStack(Stack):
             "Pipeline",
             props=PipelineProps(
                 name="catalog",
+                message_key="productId",
                 workflow=Workflow(
                     title="Catalog index",
                     definition_file=ASL_FILE,

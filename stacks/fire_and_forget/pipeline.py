@@ -35,7 +35,7 @@ from stacks.fire_and_forget.workflow import WiringError, Workflow, WorkflowState
 OUTPUT_KEYS = (
     "PipelineName", "SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl",
     "AlertsTopicArn", "AlertPathTopicArn", "StateMachineArn", "PipeName", "PipeArn", "FailureRuleName",
-    "DashboardName", "OperatorPolicyArn", "DeliveriesTableName",
+    "DashboardName", "OperatorPolicyArn", "DeliveriesTableName", "MessageKeyField",
 )
 
 
@@ -43,7 +43,9 @@ OUTPUT_KEYS = (
 class PipelineProps:
     """Everything the pipeline is built from. Only `name`, `workflow` and `metrics` have no default.
 
-    `name` is the pipeline's id in the failure record and in alerts (lowercase, digits, '-'). `key` is the
+    `name` is the pipeline's id in the failure record and in alerts (lowercase, digits, '-'). `message_key` is the
+    top-level field of a message body that names the work it is about ("orderId"): ff-ops selects and labels failed
+    messages by it (output MessageKeyField), and never needs it to be present. `key` is the
     customer-managed KMS key for the queues, the topic and the deliveries table: give the one your own tables use,
     or leave it out and the pipeline makes one (`.key`). `outputs` names extra stack outputs (a table the operators
     or the rehearsal read), beside the pipeline's own (OUTPUT_KEYS).
@@ -52,6 +54,7 @@ class PipelineProps:
     name: str
     workflow: Workflow
     metrics: WorkflowMetrics
+    message_key: str
     settings: PipelineSettings = field(default_factory=PipelineSettings)
     key: kms.IKey | None = None
     invocation_type: InvocationType = "FIRE_AND_FORGET"
@@ -74,6 +77,7 @@ class FireAndForgetPipeline(Construct):
             raise WiringError(f"{stack.stack_name} already holds a FireAndForgetPipeline ({others[0].node.path}): "
                               "put each pipeline in its own stack (ff-ops finds a pipeline by its stack's outputs).")
         _check_name(props.name)
+        _check_message_key(props.message_key)
         settings = props.settings
         self.key: kms.IKey = props.key or MessagingKey(self, "MessagingKey", config=settings).key
         source = SourceQueue(self, "SourceQueue", key=self.key, config=settings)
@@ -179,6 +183,7 @@ class FireAndForgetPipeline(Construct):
             "DashboardName": self.dashboard.dashboard_name,
             "OperatorPolicyArn": self.operator_policy.managed_policy_arn,
             "DeliveriesTableName": self.deliveries_table.table_name,
+            "MessageKeyField": props.message_key,
         }
         clashing = sorted(set(outputs) & set(props.outputs))
         if clashing:
@@ -237,6 +242,12 @@ class _GeneratedNamesFit:
                     f"most {len(self._stack.stack_name) - (length - MAX_STATE_MACHINE_NAME)} characters"
                 )
         return problems
+
+
+def _check_message_key(field_name: str) -> None:
+    if not (0 < len(field_name) <= 64 and field_name.replace("_", "").replace("-", "").isalnum()):
+        raise WiringError(f"message_key {field_name!r}: name one top-level field of the message body, such as "
+                          "'orderId' (letters, digits, '_' or '-', at most 64 characters).")
 
 
 def _check_name(name: str) -> None:

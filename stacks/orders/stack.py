@@ -40,6 +40,7 @@ class OrderStack(Stack):
             "Pipeline",
             props=PipelineProps(
                 name="orders",
+                message_key="orderId",
                 workflow=Workflow(
                     title="Order saga",
                     definition_file=ASL_FILE,
