@@ -1,4 +1,4 @@
-"""ff-ops: inspect the Fire-and-Forget stack's failures and redrive them. Commands parse and print; logic is in ops/."""
+"""ff-ops: inspect a Fire-and-Forget pipeline's failures, redrive them. Commands parse and print; logic is in ops/."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ from ops.trend_report import collect as collect_trends
 from stacks.config import DEFAULT_STACK_NAME
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
-                  help="Inspect the Fire-and-Forget stack's failures and redrive them without losing a message.")
+                  help="Inspect a Fire-and-Forget pipeline's failed messages and redrive them without losing one.")
 source_dlq_app = typer.Typer(no_args_is_help=True, help="The source DLQ: messages the pipe could not hand over.")
-executions_app = typer.Typer(no_args_is_help=True, help="Executions of the order saga.")
+executions_app = typer.Typer(no_args_is_help=True, help="Executions of the pipeline's workflow.")
 app.add_typer(failures_app, name="failures")
 app.add_typer(source_dlq_app, name="source-dlq")
 app.add_typer(executions_app, name="executions")
@@ -46,7 +46,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _options(version: Annotated[bool, typer.Option("--version", metavar=FLAG, is_eager=True, callback=_version,
                                                    help="Print ff-ops' version and exit.")] = False) -> None:
-    """Inspect the Fire-and-Forget stack's failures and redrive them without losing a message."""
+    """Inspect a Fire-and-Forget pipeline's failed messages and redrive them without losing one."""
 
 
 @app.command()
@@ -133,11 +133,11 @@ def executions_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Regio
                        status_: Annotated[list[str] | None, typer.Option(
                            "--status", help="FAILED, TIMED_OUT or ABORTED (repeatable; default all three).")] = None,
                        include_recorded: Annotated[bool, typer.Option(
-                           metavar=FLAG, help="Also executions whose order is in the failure DLQ (FailureRecorded).")]
+                           metavar=FLAG, help="Also executions whose message is in the failure DLQ (FailureRecorded).")]
                        = False,
                        dry_run: DryRun = False
                        ) -> None:
-    """RedriveExecution for the saga's FAILED, TIMED_OUT and ABORTED executions of the last 14 days."""
+    """RedriveExecution for the workflow's FAILED, TIMED_OUT and ABORTED executions of the last 14 days."""
     statuses = tuple(s.upper() for s in status_ or UNSUCCESSFUL)
     if not set(statuses) <= set(UNSUCCESSFUL):
         fail(UsageError(f"--status must be one of {', '.join(UNSUCCESSFUL)}"), as_json)

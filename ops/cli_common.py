@@ -16,7 +16,7 @@ from ops.aws import Clients, connect
 from ops.errors import AwsError, ExitCode, OpsError, translate
 from ops.options import selection
 from ops.records import Selection
-from ops.stack import DeployedStack, find_stack
+from ops.stack import KEY_FIELD_OUTPUT, DeployedStack, find_stack
 
 StackName = Annotated[str, typer.Option("--stack-name", envvar="FF_STACK_NAME", help="CloudFormation stack name.")]
 Region = Annotated[str | None, typer.Option(help="AWS region (default: AWS_REGION / the profile's region).")]
@@ -27,7 +27,17 @@ AsJson = Annotated[
 # A flag takes no value: an empty metavar keeps Typer from showing `<bool>` as if it took one.
 FLAG = ""
 DryRun = Annotated[bool, typer.Option("--dry-run", metavar=FLAG, help="Show, change nothing.")]
-OrderIds = Annotated[list[str] | None, typer.Option("--order-id", help="Only this order id (repeatable).")]
+# --order-id is the order example's older name for --key: its runbook commands keep working.
+Keys = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--key",
+        "--order-id",
+        metavar="VALUE",
+        help="Only the message whose key (the body field the stack's MessageKeyField output names, e.g. orderId) "
+        "is VALUE (repeatable; --order-id is an alias).",
+    ),
+]
 Errors = Annotated[list[str] | None, typer.Option("--error", help="Only this error name (repeatable).")]
 Since = Annotated[str | None, typer.Option(help="Failed at or after: ISO 8601 time or an age like 30m, 6h, 2d.")]
 Until = Annotated[str | None, typer.Option(help="Failed at or before: ISO 8601 time or an age like 30m, 6h, 2d.")]
@@ -48,6 +58,12 @@ def run(stack_name: str, region: str | None, profile: str | None, as_json: bool,
     try:
         clients = connect(region=region, profile=profile)
         stack = find_stack(clients.cloudformation, stack_name)
+        if stack.key_field_assumed:
+            Console(stderr=True).print(
+                f"note: stack {stack.name} has no output {KEY_FIELD_OUTPUT} (deployed before it existed): "
+                f"messages are keyed by their body's {stack.key_field}",
+                highlight=False,
+            )
         code, document = body(clients, stack, out)
     except KeyboardInterrupt:
         Console(stderr=True).print(
@@ -80,10 +96,10 @@ def now() -> datetime:
 
 
 def checked_selection(
-    order_ids: list[str] | None, errors: list[str] | None, since: str | None, until: str | None, as_json: bool
+    keys: list[str] | None, errors: list[str] | None, since: str | None, until: str | None, as_json: bool
 ) -> Selection:
     """The selection flags, checked before any AWS call."""
     try:
-        return selection(order_ids, errors, since, until, now())
+        return selection(keys, errors, since, until, now())
     except OpsError as failure:
         fail(failure, as_json)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -17,7 +18,7 @@ from ops.cli_common import (
     AsJson,
     DryRun,
     Errors,
-    OrderIds,
+    Keys,
     Profile,
     Region,
     Since,
@@ -38,7 +39,7 @@ from ops.redrive import RedriveRequest, redrive_failures
 from ops.stack import DeployedStack
 from stacks.config import DEFAULT_STACK_NAME
 
-failures_app = typer.Typer(no_args_is_help=True, help="The failure DLQ: orders whose saga failed.")
+failures_app = typer.Typer(no_args_is_help=True, help="Failed messages in the failure DLQ.")
 
 
 @failures_app.command("list")
@@ -47,7 +48,7 @@ def failures_list(
     region: Region = None,
     profile: Profile = None,
     as_json: AsJson = False,
-    order_id: OrderIds = None,
+    key: Keys = None,
     error: Errors = None,
     since: Since = None,
     until: Until = None,
@@ -55,11 +56,16 @@ def failures_list(
     visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> None:
     """List the failure DLQ's records (read, then made visible again at once)."""
-    chosen = checked_selection(order_id, error, since, until, as_json)
+    chosen = checked_selection(key, error, since, until, as_json)
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         listing = list_failures(
-            clients.sqs, stack.output("FailureDlqUrl"), chosen, limit=limit, visibility_timeout=visibility_timeout
+            clients.sqs,
+            stack.output("FailureDlqUrl"),
+            chosen,
+            limit=limit,
+            visibility_timeout=visibility_timeout,
+            key_field=stack.key_field,
         )
         if not as_json:
             render.failures_list(out, listing)
@@ -70,7 +76,13 @@ def failures_list(
 
 @failures_app.command("show")
 def failures_show(
-    key: Annotated[str, typer.Argument(help="Order id, DLQ message id, source message id or execution ARN.")],
+    key: Annotated[
+        str,
+        typer.Argument(
+            help="The message's key (its body's value of the field the stack's MessageKeyField names, such as an "
+            "orderId or a productId), its DLQ message id, source message id or execution ARN."
+        ),
+    ],
     stack_name: StackName = DEFAULT_STACK_NAME,
     region: Region = None,
     profile: Profile = None,
@@ -80,11 +92,17 @@ def failures_show(
     """Everything recorded about one failure: error, cause, compensation, the original message."""
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
-        records = find_failures(clients.sqs, stack.output("FailureDlqUrl"), key, visibility_timeout=visibility_timeout)
+        records = find_failures(
+            clients.sqs,
+            stack.output("FailureDlqUrl"),
+            key,
+            visibility_timeout=visibility_timeout,
+            key_field=stack.key_field,
+        )
         if not as_json:
             for record in records:
-                render.failure_detail(out, record)
-        return ExitCode.OK, report.failures_show(stack.name, records)
+                render.failure_detail(out, record, stack.key_field)
+        return ExitCode.OK, report.failures_show(stack.name, stack.key_field, records)
 
     run(stack_name, region, profile, as_json, body)
 
@@ -95,22 +113,22 @@ def failures_redrive(
     region: Region = None,
     profile: Profile = None,
     as_json: AsJson = False,
-    order_id: OrderIds = None,
+    key: Keys = None,
     error: Errors = None,
     since: Since = None,
     until: Until = None,
     all_: Annotated[bool, typer.Option("--all", metavar=FLAG, help="Every failure record.")] = False,
     dry_run: DryRun = False,
     max_: Annotated[int | None, typer.Option("--max", min=1, help="Redrive at most N.")] = None,
-    force: Annotated[bool, typer.Option(metavar=FLAG, help="Redrive orders marked for manual repair too.")] = False,
+    force: Annotated[bool, typer.Option(metavar=FLAG, help="Redrive messages marked for manual repair too.")] = False,
     visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> None:
-    """Send selected failed orders back to the source queue (original body and attributes), then delete them."""
-    chosen = checked_selection(order_id, error, since, until, as_json)
+    """Send selected failed messages back to the source queue (original body and attributes), then delete them."""
+    chosen = checked_selection(key, error, since, until, as_json)
     if chosen.is_everything != all_:
         fail(
             UsageError(
-                "say which failures to redrive: --order-id, --error, --since/--until, or --all "
+                "say which failures to redrive: --key, --error, --since/--until, or --all "
                 "(--all cannot be combined with the others)"
             ),
             as_json,
@@ -119,7 +137,12 @@ def failures_redrive(
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         dlq_url, source_url = stack.require("FailureDlqUrl", "SourceQueueUrl")
         request = RedriveRequest(
-            chosen, dry_run=dry_run, max_messages=max_, force=force, visibility_timeout=visibility_timeout
+            chosen,
+            dry_run=dry_run,
+            max_messages=max_,
+            force=force,
+            visibility_timeout=visibility_timeout,
+            key_field=stack.key_field,
         )
         progress = None if as_json else (lambda outcome: render.redrive_progress(out, outcome))
         result = redrive_failures(clients.sqs, dlq_url, source_url, request, progress)
@@ -136,7 +159,7 @@ def failures_discard(
     region: Region = None,
     profile: Profile = None,
     as_json: AsJson = False,
-    order_id: OrderIds = None,
+    key: Keys = None,
     error: Errors = None,
     message_id: Annotated[
         list[str] | None, typer.Option("--message-id", help="Only this DLQ or source message id (repeatable).")
@@ -149,18 +172,18 @@ def failures_discard(
     ] = None,
     visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> None:
-    """Delete abandoned orders from the failure DLQ; each whole record is logged (JSON line) before it is deleted."""
-    chosen = checked_selection(order_id, error, None, None, as_json)
+    """Delete abandoned messages from the failure DLQ; each whole record is logged (JSON line) before it is deleted."""
+    chosen = checked_selection(key, error, None, None, as_json)
     request = DiscardRequest(
         chosen, frozenset(message_id or ()), dry_run=dry_run, visibility_timeout=visibility_timeout
     )
     if request.is_empty:
-        fail(UsageError("say which failures to discard: --order-id, --message-id or --error"), as_json)
+        fail(UsageError("say which failures to discard: --key, --message-id or --error"), as_json)
 
     def confirm(records: list[Any]) -> bool:
         if yes:
             return True
-        listed = ", ".join(r.order_id or r.message_id for r in records[:10]) + (" …" if len(records) > 10 else "")
+        listed = ", ".join(r.key or r.message_id for r in records[:10]) + (" …" if len(records) > 10 else "")
         try:
             return typer.confirm(
                 f"Delete {len(records)} failure record(s) from the failure DLQ ({listed})? Each is logged first",
@@ -176,7 +199,8 @@ def failures_discard(
                 sink = files.enter_context(log.open("a", encoding="utf-8")) if log is not None else sys.stderr
             except OSError as error:
                 raise UsageError(f"cannot write the log {log}: {error}", "give --log a writable file") from error
-            result = discard_failures(clients.sqs, stack.output("FailureDlqUrl"), stack.name, request, sink, confirm)
+            keyed = dataclasses.replace(request, key_field=stack.key_field)
+            result = discard_failures(clients.sqs, stack.output("FailureDlqUrl"), stack.name, keyed, sink, confirm)
         if not as_json:
             render_discard(out, result, log)
         return (ExitCode.OK if result.complete else ExitCode.INCOMPLETE), discard_document(stack.name, result, log)

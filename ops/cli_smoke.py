@@ -1,4 +1,8 @@
-"""ff-ops smoke: a valid, an invalid and a compensated order through the deployed stack, each outcome checked."""
+"""ff-ops smoke: a valid, an invalid and a compensated order through the order example's stack, each outcome checked.
+
+The smoke test is the order example's own: its messages are orders and its checks name the saga's states. Any other
+pipeline is refused before anything is sent (exit code 2), with what to do instead.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,33 @@ from rich.console import Console
 
 from ops.aws import Clients
 from ops.cli_common import AsJson, Profile, Region, run
-from ops.errors import ExitCode
+from ops.errors import ExitCode, UsageError
 from ops.smoke import DEFAULT_POLL_SECONDS, DEFAULT_TIMEOUT_SECONDS, SmokeRequest, new_run_id, run_smoke, smoke_clients
 from ops.smoke_output import Progress as SmokeProgress
 from ops.smoke_output import document as smoke_document
 from ops.smoke_output import render as render_smoke
 from ops.stack import DeployedStack
 from stacks.config import DEFAULT_STACK_NAME
+
+# What makes a stack the order example to the smoke test: its key field and the table it stocks for the valid order.
+ORDER_KEY_FIELD = "orderId"
+INVENTORY_OUTPUT = "InventoryTableName"
+
+
+def refuse_other_pipelines(stack: DeployedStack) -> None:
+    """Raise UsageError unless `stack` is the order example (key field orderId, an inventory table)."""
+    problems = []
+    if stack.key_field != ORDER_KEY_FIELD:
+        problems.append(f"keys its messages by {stack.key_field}, not {ORDER_KEY_FIELD}")
+    if not stack.outputs.get(INVENTORY_OUTPUT):
+        problems.append(f"has no output {INVENTORY_OUTPUT}")
+    if problems:
+        raise UsageError(
+            f"ff-ops smoke checks the order example; stack {stack.name} is another pipeline "
+            f"(it {' and '.join(problems)})",
+            "for another pipeline, send one of its own messages to the source queue and follow it with "
+            "`ff-ops trace KEY`; `ff-ops status` and `ff-ops failures list` show the rest",
+        )
 
 
 def register(app: typer.Typer) -> None:
@@ -34,9 +58,11 @@ def smoke(
     poll_seconds: Annotated[float, typer.Option(min=0.0, help="Seconds between two looks.")] = DEFAULT_POLL_SECONDS,
     country: Annotated[str, typer.Option(help="A served country for the valid order (ISO 3166 alpha-2).")] = "US",
 ) -> None:
-    """Send a valid, an invalid and a compensated order; check each outcome; remove what the run created."""
+    """The order example's smoke test: send a valid, an invalid and a compensated order; check each outcome; remove
+    what the run created. Refuses any other pipeline."""
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        refuse_other_pipelines(stack)
         request = SmokeRequest(
             new_run_id(), timeout_seconds=timeout, poll_seconds=poll_seconds, country=country.upper()
         )

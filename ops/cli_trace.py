@@ -1,4 +1,4 @@
-"""ff-ops trace: every execution of one order or message, and where it is now."""
+"""ff-ops trace: every execution of one message's work (by key or message id), and where it is now."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT
 from ops.errors import ExitCode
 from ops.stack import DeployedStack
 from ops.trace import DEFAULT_MAX_EXECUTIONS, TraceRequest
-from ops.trace import trace as trace_order
+from ops.trace import trace as trace_work
 from ops.trace_output import document as trace_document
 from ops.trace_output import render as render_trace
 from stacks.config import DEFAULT_STACK_NAME
@@ -27,21 +27,26 @@ def register(app: typer.Typer) -> None:
 def trace(
     key: Annotated[
         str,
-        typer.Argument(metavar="ORDER_ID|MESSAGE_ID", help="An order id or an SQS message id (source or redriven)."),
+        typer.Argument(
+            metavar="KEY|MESSAGE_ID",
+            help="A message's key (its body's value of the field the stack's MessageKeyField names, such as an "
+            "orderId or a productId) or an SQS message id (source or redriven).",
+        ),
     ],
     stack_name: StackName = DEFAULT_STACK_NAME,
     region: Region = None,
     profile: Profile = None,
     as_json: AsJson = False,
     max_executions: Annotated[
-        int, typer.Option(min=1, help="Read at most the newest N executions of the saga.")
+        int, typer.Option(min=1, help="Read at most the newest N executions of the workflow.")
     ] = DEFAULT_MAX_EXECUTIONS,
     visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> None:
-    """Every execution of an order or message, where it is now, its compensations, alerts and console links."""
+    """Every execution of a message's work (by key or message id), where it is now, its alerts and console links."""
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
-        found = trace_order(clients, stack, TraceRequest(key, max_executions, visibility_timeout))
+        request = TraceRequest(key, max_executions, visibility_timeout, key_field=stack.key_field)
+        found = trace_work(clients, stack, request)
         dlq = stack.output("FailureDlqUrl")
         if not as_json:
             render_trace(out, dlq, found)

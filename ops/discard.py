@@ -1,6 +1,6 @@
-"""`failures discard`: delete abandoned orders from the failure DLQ, each written to the log before it is deleted.
+"""`failures discard`: delete abandoned messages from the failure DLQ, each written to the log before it is deleted.
 
-An order an operator gives up on must still be accounted for: before each DeleteMessage, the whole failure
+A message an operator gives up on must still be accounted for: before each DeleteMessage, the whole failure
 record (HandleFailure's document, the original message inside it, the DLQ message's id and attributes) is
 written as one JSON line to the log and flushed (to disk, with fsync, for a file). If writing fails, nothing
 is deleted. Only the selected records are deleted; every other message read is made visible again
@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import ACCESS_CODES, THROTTLING_CODES, error_code
-from ops.records import FailureRecord, Selection, UnrecognizedMessage, parse
+from ops.records import DEFAULT_KEY_FIELD, FailureRecord, Selection, UnrecognizedMessage, parse
 from ops.report import json_time
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ class DiscardRequest:
     dry_run: bool = False
     visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT
     wait_seconds: int | None = None
+    key_field: str = DEFAULT_KEY_FIELD  # the body field --key selects by (the stack's MessageKeyField)
 
     @property
     def is_empty(self) -> bool:
@@ -60,7 +61,7 @@ class DiscardRequest:
 @dataclass(frozen=True)
 class Discarded:
     message_id: str
-    order_id: str | None
+    key: str | None
     error: str
     verdict: Verdict
     reason: str | None = None
@@ -69,6 +70,7 @@ class Discarded:
 @dataclass
 class DiscardReport:
     dry_run: bool
+    key_field: str = DEFAULT_KEY_FIELD
     read: int = 0
     outcomes: list[Discarded] = field(default_factory=list)
 
@@ -80,16 +82,19 @@ class DiscardReport:
         return not self.count(Verdict.DELETE_FAILED)
 
 
-def log_line(record: FailureRecord, dlq_body: str, stack: str, now: datetime) -> str:
-    """The JSON line that keeps an abandoned order accounted for: everything the DLQ message held."""
+def log_line(
+    record: FailureRecord, dlq_body: str, stack: str, now: datetime, key_field: str = DEFAULT_KEY_FIELD
+) -> str:
+    """The JSON line that keeps an abandoned message accounted for: everything the DLQ message held."""
     return json.dumps(
         {
             "schema": LOG_SCHEMA,
             "discardedAt": json_time(now),
             "stack": stack,
+            "keyField": key_field,
             "dlqMessageId": record.message_id,
             "sourceMessageId": record.source_message_id,
-            "orderId": record.order_id,
+            "key": record.key,
             "error": record.error,
             "failedState": record.failed_state,
             "manualRepair": record.manual_repair,
@@ -110,7 +115,7 @@ def discard_failures(
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> DiscardReport:
     """Read the whole DLQ, ask `confirm` about the selected records, then log and delete each one."""
-    report = DiscardReport(dry_run=request.dry_run)
+    report = DiscardReport(dry_run=request.dry_run, key_field=request.key_field)
     with HeldMessages(
         sqs, dlq_url, visibility_timeout=request.visibility_timeout, wait_seconds=request.wait_seconds
     ) as held:
@@ -118,7 +123,7 @@ def discard_failures(
         bodies: dict[str, str] = {}
         while batch := held.receive(10):
             for message in batch:
-                parsed = parse(message)
+                parsed = parse(message, request.key_field)
                 if not isinstance(parsed, UnrecognizedMessage) and request.matches(parsed):
                     chosen.append(parsed)
                     bodies[parsed.message_id] = message.get("Body", "")
@@ -130,7 +135,7 @@ def discard_failures(
             report.outcomes = [_outcome(r, Verdict.DECLINED) for r in chosen]
             return report
         for record in chosen:
-            _write(log, log_line(record, bodies[record.message_id], stack, now()))
+            _write(log, log_line(record, bodies[record.message_id], stack, now(), request.key_field))
             try:
                 sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=held.receipt(record.message_id))
             except ClientError as error:
@@ -152,4 +157,4 @@ def _write(log: IO[str], line: str) -> None:
 
 
 def _outcome(record: FailureRecord, verdict: Verdict, reason: str | None = None) -> Discarded:
-    return Discarded(record.message_id, record.order_id, record.error, verdict, reason)
+    return Discarded(record.message_id, record.key, record.error, verdict, reason)

@@ -22,6 +22,7 @@ def document(stack: str, result: DiscardReport, log: Path | None) -> dict[str, A
     return {
         "schema": SCHEMA,
         "stack": stack,
+        "keyField": result.key_field,
         "dryRun": result.dry_run,
         "read": result.read,
         "log": str(log) if log is not None else "stderr",
@@ -31,7 +32,7 @@ def document(stack: str, result: DiscardReport, log: Path | None) -> dict[str, A
         "items": [
             {
                 "messageId": o.message_id,
-                "orderId": o.order_id,
+                "key": o.key,
                 "error": o.error,
                 "action": o.verdict.value,
                 "reason": o.reason,
@@ -44,7 +45,7 @@ def document(stack: str, result: DiscardReport, log: Path | None) -> dict[str, A
 def render(console: Console, result: DiscardReport, log: Path | None) -> None:
     for o in result.outcomes:
         reason = f" ({o.reason})" if o.reason else ""
-        console.print(f"{o.verdict.value:>14}  {o.order_id or o.message_id}  {o.error}{reason}", highlight=False)
+        console.print(f"{o.verdict.value:>14}  {o.key or o.message_id}  {o.error}{reason}", highlight=False)
     counts = ", ".join(f"{v.value} {result.count(v)}" for v in Verdict if result.count(v))
     prefix = "Dry run: nothing deleted. " if result.dry_run else ""
     console.print(f"{prefix}Read {result.read} messages; {counts or 'nothing selected'}.", highlight=False)

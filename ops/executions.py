@@ -1,9 +1,9 @@
-"""`executions redrive`: RedriveExecution for the saga's FAILED, TIMED_OUT and ABORTED executions of the last 14 days.
+"""`executions redrive`: RedriveExecution for the workflow's FAILED, TIMED_OUT and ABORTED executions of 14 days.
 
 RedriveExecution restarts an execution from its unsuccessful state with the same input and ARN (StartExecution
 with an execution ARN, as a public sample does, is wrong). Its IAM permission is `states:RedriveExecution` on the
 execution ARN pattern `arn:aws:states:<region>:<account>:execution:<stateMachineName>:*`, not on the state machine.
-Executions that ended in FailureRecorded are skipped by default: HandleFailure put their order in the failure DLQ and
+Executions that ended in FailureRecorded are skipped by default: HandleFailure put their message in the failure DLQ and
 announced it, and `failures redrive` is the way back for them. Every other unsuccessful execution is redriven:
 one that failed in HandleFailure (the failure DLQ refused it) or in NotifyFailure (SNS refused it) resumes in that
 state; one that timed out or was aborted resumes where it stopped.
@@ -94,7 +94,7 @@ def _decide_and_redrive(sfn: SFNClient, arn: str, request: ExecutionRedriveReque
         return ExecutionOutcome(arn, status, stop, error, verdict, reason, redrive_date)
 
     if error in RECORDED_ERRORS and not request.include_recorded:
-        return outcome(Verdict.IN_FAILURE_DLQ, "the order is in the failure DLQ: use `ff-ops failures redrive`")
+        return outcome(Verdict.IN_FAILURE_DLQ, "the message is in the failure DLQ: use `ff-ops failures redrive`")
     if status not in UNSUCCESSFUL or stop is None or stop < request.now - REDRIVE_WINDOW:
         return outcome(Verdict.NOT_REDRIVABLE, f"{status}, stopped {stop}: only FAILED, TIMED_OUT or ABORTED "
                                                "executions of the last 14 days can be redriven")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import NotFound
-from ops.records import FailureRecord, Selection, UnrecognizedMessage, parse
+from ops.records import DEFAULT_KEY_FIELD, FailureRecord, Selection, UnrecognizedMessage, parse
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -21,6 +21,7 @@ class FailureListing:
 
     queue_url: str
     approximate_depth: int
+    key_field: str = DEFAULT_KEY_FIELD  # the body field each record's key was read from
     read: int = 0
     truncated: bool = False
     records: list[FailureRecord] = field(default_factory=list)
@@ -29,17 +30,19 @@ class FailureListing:
 
 def list_failures(sqs: SQSClient, queue_url: str, selection: Selection | None = None, *,
                   limit: int = DEFAULT_LIMIT, visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT,
-                  wait_seconds: int | None = None, batch_size: int = 10) -> FailureListing:
-    """Read up to `limit` messages, then make all of them visible again; unrecognized ones are always listed."""
+                  wait_seconds: int | None = None, batch_size: int = 10,
+                  key_field: str = DEFAULT_KEY_FIELD) -> FailureListing:
+    """Read up to `limit` messages, then make all of them visible again; unrecognized ones are always listed.
+    Each record's key is the original body's `key_field` (the stack's MessageKeyField)."""
     selection = selection or Selection()
-    listing = FailureListing(queue_url, approximate_depth(sqs, queue_url))
+    listing = FailureListing(queue_url, approximate_depth(sqs, queue_url), key_field)
     with HeldMessages(sqs, queue_url, visibility_timeout=visibility_timeout, wait_seconds=wait_seconds) as held:
         while held.read < limit:
             batch = held.receive(min(batch_size, limit - held.read))
             if not batch:
                 break
             for message in batch:
-                parsed = parse(message)
+                parsed = parse(message, key_field)
                 if isinstance(parsed, UnrecognizedMessage):
                     listing.unrecognized.append(parsed)
                 elif selection.matches(parsed):
@@ -52,12 +55,12 @@ def list_failures(sqs: SQSClient, queue_url: str, selection: Selection | None = 
 
 def find_failures(sqs: SQSClient, queue_url: str, key: str, *, limit: int = DEFAULT_LIMIT,
                   visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT,
-                  wait_seconds: int | None = None) -> list[FailureRecord]:
-    """The records whose order id, DLQ message id, source message id or execution ARN is `key`."""
+                  wait_seconds: int | None = None, key_field: str = DEFAULT_KEY_FIELD) -> list[FailureRecord]:
+    """The records whose key (the body's `key_field`), DLQ message id, source message id or execution ARN is `key`."""
     listing = list_failures(sqs, queue_url, limit=limit, visibility_timeout=visibility_timeout,
-                            wait_seconds=wait_seconds)
+                            wait_seconds=wait_seconds, key_field=key_field)
     found = [r for r in listing.records
-             if key in (r.order_id, r.message_id, r.source_message_id, r.execution_arn)]
+             if key in (r.key, r.message_id, r.source_message_id, r.execution_arn)]
     if not found:
         raise NotFound(f"no failure record for {key!r} among the {listing.read} messages of the failure DLQ",
                        "`ff-ops failures list` shows what is there")

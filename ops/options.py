@@ -23,10 +23,10 @@ def parse_when(text: str, now: datetime) -> datetime:
     return parsed.astimezone(UTC)
 
 
-def selection(order_ids: list[str] | None, errors: list[str] | None, since: str | None, until: str | None,
+def selection(keys: list[str] | None, errors: list[str] | None, since: str | None, until: str | None,
               now: datetime) -> Selection:
     return Selection(
-        order_ids=frozenset(order_ids or ()),
+        keys=frozenset(keys or ()),
         errors=frozenset(errors or ()),
         since=parse_when(since, now) if since else None,
         until=parse_when(until, now) if until else None,

@@ -14,16 +14,18 @@ if TYPE_CHECKING:
 # The `kind` HandleFailure writes (stacks/fire_and_forget/asl/failure_tail.asl.json); anything else is not ours.
 RECORD_KIND = "fire-and-forget.failure.v1"
 PREVIEW_CHARS = 200
+# The key field of a stack deployed before the MessageKeyField output existed: the order example's.
+DEFAULT_KEY_FIELD = "orderId"
 
 
 @dataclass(frozen=True)
 class FailureRecord:
-    """One failed order as HandleFailure recorded it, with the DLQ message that carries it."""
+    """One failed message as HandleFailure recorded it, with the DLQ message that carries it."""
 
     message_id: str  # of the DLQ message
     receipt_handle: str
     source_message_id: str | None  # of the original message on the source queue
-    order_id: str | None  # None when the body is not an order (InvalidOrder)
+    key: str | None  # the body's key field (the stack's MessageKeyField); None when the body has none
     error: str
     cause: str | None
     failed_state: str
@@ -53,8 +55,9 @@ class UnrecognizedMessage:
     body_preview: str
 
 
-def parse(message: MessageTypeDef) -> FailureRecord | UnrecognizedMessage:
-    """Parse one received DLQ message; anything unexpected becomes an UnrecognizedMessage with the reason."""
+def parse(message: MessageTypeDef, key_field: str = DEFAULT_KEY_FIELD) -> FailureRecord | UnrecognizedMessage:
+    """Parse one received DLQ message, its key read from the original body's `key_field`; anything unexpected
+    becomes an UnrecognizedMessage with the reason."""
     message_id, receipt, body = message["MessageId"], message["ReceiptHandle"], message.get("Body", "")
     try:
         document = json.loads(body)
@@ -68,7 +71,7 @@ def parse(message: MessageTypeDef) -> FailureRecord | UnrecognizedMessage:
         message_id=message_id,
         receipt_handle=receipt,
         source_message_id=_str(record.get("messageId")),
-        order_id=_order_id(record["body"]),
+        key=message_key(record["body"], key_field),
         error=failure["error"],
         cause=_str(failure.get("cause")),
         failed_state=failure["state"],
@@ -100,13 +103,16 @@ def _problem(document: Any) -> str | None:
     return None
 
 
-def _order_id(body: str) -> str | None:
+def message_key(body: str | None, key_field: str) -> str | None:
+    """The value of the body's top-level `key_field`: a string, or an integer as its decimal text; else None."""
     try:
-        order = json.loads(body)
-    except ValueError:
+        document = json.loads(body or "null")
+    except (TypeError, ValueError):
         return None
-    order_id = order.get("orderId") if isinstance(order, dict) else None
-    return order_id if isinstance(order_id, str) else None
+    value = document.get(key_field) if isinstance(document, dict) else None
+    if isinstance(value, bool):  # a bool is an int to Python, never a key to anyone
+        return None
+    return value if isinstance(value, str) else str(value) if isinstance(value, int) else None
 
 
 def _str(value: Any) -> str | None:
@@ -150,17 +156,17 @@ def parse_time(value: Any) -> datetime | None:
 class Selection:
     """Which failure records a command acts on: every given criterion must match (each list is an OR)."""
 
-    order_ids: frozenset[str] = frozenset()
+    keys: frozenset[str] = frozenset()  # values of the stack's key field (MessageKeyField)
     errors: frozenset[str] = frozenset()
     since: datetime | None = None
     until: datetime | None = None
 
     @property
     def is_everything(self) -> bool:
-        return not (self.order_ids or self.errors or self.since or self.until)
+        return not (self.keys or self.errors or self.since or self.until)
 
     def matches(self, record: FailureRecord) -> bool:
-        if self.order_ids and record.order_id not in self.order_ids:
+        if self.keys and record.key not in self.keys:
             return False
         if self.errors and record.error not in self.errors:
             return False

@@ -1,9 +1,9 @@
-"""`failures redrive`: failed orders back to the source queue, each deleted from the DLQ only once it was sent.
+"""`failures redrive`: failed messages back to the source queue, each deleted from the DLQ only once it was sent.
 
 Per message: SendMessage to the source queue (original body and attributes), then DeleteMessage from the failure
 DLQ with the latest receipt handle. An interruption before the send leaves the message in the DLQ; between the
 send and the delete it leaves it in both places: a duplicate, which the idempotent handlers absorb (a redriven
-message gets a new SQS messageId, a new saga attempt, and the domain guards find the work already done). Nothing
+message gets a new SQS messageId, a new workflow attempt, and the domain guards find the work already done). Nothing
 is ever lost. Messages read but not redriven are made visible again (ops/dlq.py).
 """
 
@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import ACCESS_CODES, THROTTLING_CODES, error_code
-from ops.records import FailureRecord, Selection, UnrecognizedMessage, UnsendableAttribute, parse
+from ops.records import DEFAULT_KEY_FIELD, FailureRecord, Selection, UnrecognizedMessage, UnsendableAttribute, parse
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -41,7 +41,7 @@ LEFT_BEHIND = {Action.REFUSED_MANUAL_REPAIR, Action.UNRECOGNIZED, Action.SEND_FA
 @dataclass(frozen=True)
 class Outcome:
     message_id: str
-    order_id: str | None
+    key: str | None  # the original body's key field, None when it has none (or the message is not a record)
     error: str | None
     action: Action
     new_message_id: str | None = None
@@ -51,6 +51,7 @@ class Outcome:
 @dataclass
 class RedriveReport:
     dry_run: bool
+    key_field: str = DEFAULT_KEY_FIELD
     read: int = 0
     outcomes: list[Outcome] = field(default_factory=list)
 
@@ -72,12 +73,13 @@ class RedriveRequest:
     visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT
     wait_seconds: int | None = None
     batch_size: int = 10  # messages per receive (SQS's maximum); each batch is sent and deleted before the next
+    key_field: str = DEFAULT_KEY_FIELD  # the body field --key selects by (the stack's MessageKeyField)
 
 
 def redrive_failures(sqs: SQSClient, dlq_url: str, source_url: str, request: RedriveRequest,
                      progress: Callable[[Outcome], None] | None = None) -> RedriveReport:
     """Redrive the selected records batch by batch; returns what became of each."""
-    report = RedriveReport(dry_run=request.dry_run)
+    report = RedriveReport(dry_run=request.dry_run, key_field=request.key_field)
     quota = request.max_messages
     with HeldMessages(sqs, dlq_url, visibility_timeout=request.visibility_timeout,
                       wait_seconds=request.wait_seconds) as held:
@@ -88,7 +90,7 @@ def redrive_failures(sqs: SQSClient, dlq_url: str, source_url: str, request: Red
             for message in batch:
                 if quota is not None and quota <= 0:
                     break  # stays held, then released: untouched
-                outcome = _handle(sqs, held, parse(message), source_url, request)
+                outcome = _handle(sqs, held, parse(message, request.key_field), source_url, request)
                 if outcome is None:
                     continue
                 report.outcomes.append(outcome)
@@ -111,7 +113,7 @@ def _handle(sqs: SQSClient, held: HeldMessages, parsed: FailureRecord | Unrecogn
         return None
     if parsed.manual_repair and not request.force:
         return _outcome(parsed, Action.REFUSED_MANUAL_REPAIR,
-                        reason="a compensation failed: repair the order by hand, then redrive with --force")
+                        reason="a compensation failed: repair the work by hand, then redrive with --force")
     if request.dry_run:
         return _outcome(parsed, Action.WOULD_REDRIVE)
     return _send_then_delete(sqs, held, parsed, source_url)
@@ -143,4 +145,4 @@ def _send_then_delete(sqs: SQSClient, held: HeldMessages, record: FailureRecord,
 
 def _outcome(record: FailureRecord, action: Action, new_message_id: str | None = None,
              reason: str | None = None) -> Outcome:
-    return Outcome(record.message_id, record.order_id, record.error, action, new_message_id, reason)
+    return Outcome(record.message_id, record.key, record.error, action, new_message_id, reason)

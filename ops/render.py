@@ -40,11 +40,11 @@ def cause_message(cause: str | None) -> str | None:
 def failures_list(console: Console, listing: FailureListing) -> None:
     table = Table(title=f"Failure DLQ: {len(listing.records)} shown, {listing.read} read, "
                         f"~{listing.approximate_depth} in the queue")
-    for column in ("order", "error", "failed state", "failed at", "repair", "cause"):
+    for column in (listing.key_field, "error", "failed state", "failed at", "repair", "cause"):
         table.add_column(column, no_wrap=column != "cause")
     for r in listing.records:
-        # A body without an orderId (an invalid order, or another pipeline's message) is labelled by its message id.
-        table.add_row(r.order_id or f"message {r.source_message_id or r.message_id}", r.error, r.failed_state,
+        # A body without the key field (not a document the workflow understood) is labelled by its message id.
+        table.add_row(r.key or f"message {r.source_message_id or r.message_id}", r.error, r.failed_state,
                       _when(r.failed_at),
                       "[bold red]YES[/]" if r.manual_repair else "no", _short(cause_message(r.cause), 60))
     console.print(table)
@@ -55,12 +55,12 @@ def failures_list(console: Console, listing: FailureListing) -> None:
     console.print("Every message read was made visible again.")
 
 
-def failure_detail(console: Console, record: FailureRecord) -> None:
+def failure_detail(console: Console, record: FailureRecord, key_field: str) -> None:
     table = Table(show_header=False, title=f"Failure {record.message_id}")
     table.add_column(style="bold")
     table.add_column()
     rows = [
-        ("order id", record.order_id or "(none: the body has no orderId; see source message id)"),
+        (key_field, record.key or f"(none: the body has no {key_field}; see source message id)"),
         ("error", record.error), ("cause", cause_message(record.cause) or "-"), ("failed state", record.failed_state),
         ("failed at", _when(record.failed_at)), ("manual repair", "YES" if record.manual_repair else "no"),
         ("compensation", readable(record.compensation)), ("execution", record.execution_arn or "-"),
@@ -102,7 +102,7 @@ def attributes(message_attributes: dict[str, Any]) -> str:
 
 
 def redrive_progress(console: Console, outcome: Outcome) -> None:
-    label = outcome.order_id or outcome.message_id
+    label = outcome.key or outcome.message_id
     detail = f" -> {outcome.new_message_id}" if outcome.new_message_id else ""
     reason = f" ({outcome.reason})" if outcome.reason else ""
     console.print(f"{outcome.action.value:>22}  {label}  {outcome.error or ''}{detail}{reason}")
@@ -113,7 +113,7 @@ def redrive_summary(console: Console, report: RedriveReport) -> None:
     prefix = "Dry run: nothing sent or deleted. " if report.dry_run else ""
     console.print(f"{prefix}Read {report.read} messages; {counts or 'nothing selected'}.")
     if report.count(Action.REFUSED_MANUAL_REPAIR):
-        console.print("[yellow]Orders needing manual repair were left in the DLQ: repair them, then use --force.[/]")
+        console.print("[yellow]Messages needing manual repair were left in the DLQ: repair them, then use --force.[/]")
     if report.count(Action.SENT_NOT_DELETED):
         console.print("[yellow]Some messages were sent but stay in the DLQ: a later redrive duplicates them, "
                       "which the handlers absorb.[/]")

@@ -28,7 +28,7 @@ def failure(record: FailureRecord) -> Json:
     return {
         "messageId": record.message_id,
         "sourceMessageId": record.source_message_id,
-        "orderId": record.order_id,
+        "key": record.key,
         "error": record.error,
         "cause": record.cause,
         "failedState": record.failed_state,
@@ -56,6 +56,7 @@ def failures_list(stack: str, listing: FailureListing) -> Json:
     return {
         "schema": "ff-ops/failures-list/v1",
         "stack": stack,
+        "keyField": listing.key_field,
         "queueUrl": listing.queue_url,
         "approximateDepth": listing.approximate_depth,
         "read": listing.read,
@@ -65,8 +66,9 @@ def failures_list(stack: str, listing: FailureListing) -> Json:
     }
 
 
-def failures_show(stack: str, records: list[FailureRecord]) -> Json:
-    return {"schema": "ff-ops/failures-show/v1", "stack": stack, "failures": [failure_detail(r) for r in records]}
+def failures_show(stack: str, key_field: str, records: list[FailureRecord]) -> Json:
+    return {"schema": "ff-ops/failures-show/v1", "stack": stack, "keyField": key_field,
+            "failures": [failure_detail(r) for r in records]}
 
 
 _ACTION_KEYS = {
@@ -83,12 +85,13 @@ def failures_redrive(stack: str, report: RedriveReport) -> Json:
     return {
         "schema": "ff-ops/failures-redrive/v1",
         "stack": stack,
+        "keyField": report.key_field,
         "dryRun": report.dry_run,
         "read": report.read,
         "complete": report.complete,
         "summary": {key: report.count(action) for action, key in _ACTION_KEYS.items()},
         "items": [
-            {"messageId": o.message_id, "orderId": o.order_id, "error": o.error, "action": o.action.value,
+            {"messageId": o.message_id, "key": o.key, "error": o.error, "action": o.action.value,
              "newMessageId": o.new_message_id, "reason": o.reason}
             for o in report.outcomes
         ],

@@ -8,10 +8,14 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from ops.errors import OutputsMissing, StackNotFound, error_code, translate
+from ops.records import DEFAULT_KEY_FIELD
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
 
+
+# The output naming the top-level body field that says which work a message is about (orderId, productId, ...).
+KEY_FIELD_OUTPUT = "MessageKeyField"
 
 # The queues status reports, by output key, with the name an operator knows them by.
 QUEUES = {
@@ -44,6 +48,16 @@ class DeployedStack:
     def output(self, key: str) -> str:
         (value,) = self.require(key)
         return value
+
+    @property
+    def key_field(self) -> str:
+        """The body field that names a message's work; an older stack without the output keyed by orderId."""
+        return self.outputs.get(KEY_FIELD_OUTPUT) or DEFAULT_KEY_FIELD
+
+    @property
+    def key_field_assumed(self) -> bool:
+        """True when the stack has no MessageKeyField output and `key_field` is the fallback."""
+        return not self.outputs.get(KEY_FIELD_OUTPUT)
 
 
 def find_stack(cloudformation: CloudFormationClient, stack_name: str) -> DeployedStack:

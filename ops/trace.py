@@ -1,12 +1,13 @@
-"""`trace`: one order (or one SQS message) from the source queue to its outcome, read from AWS, changing nothing.
+"""`trace`: one message's work (by its key or an SQS message id) from the source queue to its outcome, read-only.
 
 The pipe cannot name executions, so an execution is found by its input: ListExecutions (newest first, at most
 `max_executions`), then DescribeExecution of each to read the pipe's record (`[0].messageId`, `[0].body`). A
-message id leads to its order id; the order id then brings in every other message of that order (a redriven
-message gets a new SQS messageId). GetExecutionHistory of each match gives the states entered, retries, errors,
-compensations and the alert. Then the two DLQs are read (and made visible again, ops/dlq.py). The source queue
-itself is never received from: that would hide messages from the pipe and raise their receive count towards the
-queue's maxReceiveCount; only its depth is reported.
+message id leads to its key (the body field the stack's MessageKeyField output names: orderId, productId, ...);
+the key then brings in every other message of that work (a redriven message gets a new SQS messageId).
+GetExecutionHistory of each match gives the states entered, retries, errors, compensations and the alert. Then
+the two DLQs are read (and made visible again, ops/dlq.py). The source queue itself is never received from: that
+would hide messages from the pipe and raise their receive count towards the queue's maxReceiveCount; only its
+depth is reported.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import NotFound
 from ops.failures import list_failures
-from ops.records import FailureRecord
+from ops.records import DEFAULT_KEY_FIELD, FailureRecord, message_key
 from stacks.contract import DUPLICATE_ENDS, HANDLED_FAILURE_ERROR
 
 if TYPE_CHECKING:
@@ -31,10 +32,11 @@ if TYPE_CHECKING:
     from ops.stack import DeployedStack
 
 DEFAULT_MAX_EXECUTIONS = 500
-# The saga's compensation states (stacks/constructs/order_saga.py COMPENSATIONS; a unit test keeps them equal).
+# The order example's compensation states (stacks/orders/stack.py COMPENSATIONS; a unit test keeps them equal):
+# the only workflow-specific names here; another workflow's executions simply list none.
 COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
 ALERT_STATE = "NotifyFailure"
-# The error an execution ends with once HandleFailure put the order in the failure DLQ (ops/executions.py).
+# The error an execution ends with once HandleFailure put the message in the failure DLQ (ops/executions.py).
 RECORDED_ERROR = HANDLED_FAILURE_ERROR
 _TASK_END = {
     "TaskSucceeded": "succeeded",
@@ -46,9 +48,9 @@ _TASK_END = {
 
 
 class Place(StrEnum):
-    """Where a message (or order) is now. Keys of the --json `where` list; new places may be added, never renamed."""
+    """Where a message is now. Keys of the --json `where` list; new places may be added, never renamed."""
 
-    SUCCEEDED = "succeeded"  # an execution succeeded: the order went through (or was a duplicate, ignored)
+    SUCCEEDED = "succeeded"  # an execution succeeded: the work was done (or was a duplicate, ignored)
     FAILURE_DLQ = "failure-dlq"  # HandleFailure recorded it: `failures redrive` or `failures discard`
     SOURCE_DLQ = "source-dlq"  # the pipe could not start an execution: `source-dlq redrive`
     RUNNING = "running"  # an execution is still running
@@ -86,7 +88,7 @@ class ExecutionSummary:
     error: str | None
     cause: str | None
     message_id: str | None
-    order_id: str | None
+    key: str | None  # the body's key field
 
 
 @dataclass(frozen=True)
@@ -125,10 +127,11 @@ class Location:
 
 @dataclass
 class Trace:
-    key: str
-    order_id: str | None
+    query: str  # what the operator asked for: a key or an SQS message id
+    key: str | None  # the key of the work found (None when the messages found have no key field)
     message_ids: list[str]
     region: str
+    key_field: str = DEFAULT_KEY_FIELD
     executions: list[TracedExecution] = field(default_factory=list)
     failure_records: list[FailureRecord] = field(default_factory=list)
     source_dlq_message_ids: list[str] = field(default_factory=list)
@@ -145,37 +148,39 @@ class TraceRequest:
     max_executions: int = DEFAULT_MAX_EXECUTIONS
     visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT
     wait_seconds: int | None = None
+    key_field: str = DEFAULT_KEY_FIELD  # the stack's MessageKeyField
 
 
 def trace(clients: Clients, stack: DeployedStack, request: TraceRequest) -> Trace:
-    """Everything recorded about `request.key` (an order id or an SQS message id); raises NotFound if nothing is."""
+    """Everything recorded about `request.key` (a key or an SQS message id); raises NotFound if nothing is."""
     machine, failure_dlq, source_dlq, source = stack.require(
         "StateMachineArn", "FailureDlqUrl", "SourceDlqUrl", "SourceQueueUrl"
     )
-    candidates, scanned, truncated = _inputs(clients.sfn, machine, request.max_executions)
-    order_id = _order_of(request.key, candidates)
-    matched = [
-        c
-        for c in candidates
-        if request.key in (c.message_id, c.order_id) or (order_id is not None and c.order_id == order_id)
-    ]
+    candidates, scanned, truncated = _inputs(clients.sfn, machine, request.max_executions, request.key_field)
+    key = _key_of(request.key, candidates)
+    matched = [c for c in candidates if request.key in (c.message_id, c.key) or (key is not None and c.key == key)]
     result = Trace(
         request.key,
-        order_id,
+        key,
         [],
         clients.region,
+        key_field=request.key_field,
         scanned=scanned,
         max_executions=request.max_executions,
         truncated=truncated,
     )
     result.executions = [_traced(clients.sfn, c) for c in matched]
-    keys = {request.key} | ({order_id} if order_id else set())
+    keys = {request.key} | ({key} if key else set())
     listing = list_failures(
-        clients.sqs, failure_dlq, visibility_timeout=request.visibility_timeout, wait_seconds=request.wait_seconds
+        clients.sqs,
+        failure_dlq,
+        visibility_timeout=request.visibility_timeout,
+        wait_seconds=request.wait_seconds,
+        key_field=request.key_field,
     )
-    result.failure_records = [r for r in listing.records if keys & {r.order_id, r.source_message_id, r.message_id}]
-    result.order_id = result.order_id or next((r.order_id for r in result.failure_records if r.order_id), None)
-    keys |= {result.order_id} if result.order_id else set()
+    result.failure_records = [r for r in listing.records if keys & {r.key, r.source_message_id, r.message_id}]
+    result.key = result.key or next((r.key for r in result.failure_records if r.key), None)
+    keys |= {result.key} if result.key else set()
     result.source_dlq_message_ids = _in_source_dlq(clients.sqs, source_dlq, keys, request)
     result.message_ids = _unique(
         [e.message_id for e in result.executions if e.message_id]
@@ -194,7 +199,7 @@ def trace(clients: Clients, stack: DeployedStack, request: TraceRequest) -> Trac
     return result
 
 
-def _inputs(sfn: SFNClient, machine: str, limit: int) -> tuple[list[ExecutionSummary], int, bool]:
+def _inputs(sfn: SFNClient, machine: str, limit: int, key_field: str) -> tuple[list[ExecutionSummary], int, bool]:
     """The newest `limit` executions with the message they started from; whether more exist."""
     found: list[ExecutionSummary] = []
     truncated = False
@@ -206,7 +211,7 @@ def _inputs(sfn: SFNClient, machine: str, limit: int) -> tuple[list[ExecutionSum
                 truncated = True
                 break
             described = sfn.describe_execution(executionArn=item["executionArn"])
-            message_id, order_id = _record_keys(described.get("input"))
+            message_id, key = _record_keys(described.get("input"), key_field)
             found.append(
                 ExecutionSummary(
                     item["executionArn"],
@@ -217,7 +222,7 @@ def _inputs(sfn: SFNClient, machine: str, limit: int) -> tuple[list[ExecutionSum
                     described.get("error"),
                     described.get("cause"),
                     message_id,
-                    order_id,
+                    key,
                 )
             )
         if truncated:
@@ -225,8 +230,8 @@ def _inputs(sfn: SFNClient, machine: str, limit: int) -> tuple[list[ExecutionSum
     return found, len(found), truncated
 
 
-def _record_keys(text: str | None) -> tuple[str | None, str | None]:
-    """(messageId, orderId) of the pipe's first record; None where the input is not what the pipe sends."""
+def _record_keys(text: str | None, key_field: str) -> tuple[str | None, str | None]:
+    """(messageId, key) of the pipe's first record; None where the input is not what the pipe sends."""
     try:
         document = json.loads(text or "null")
     except ValueError:
@@ -235,18 +240,14 @@ def _record_keys(text: str | None) -> tuple[str | None, str | None]:
     if not isinstance(record, dict):
         return None, None
     message_id = record.get("messageId") if isinstance(record.get("messageId"), str) else None
-    try:
-        body = json.loads(record.get("body") or "null")
-    except (TypeError, ValueError):
-        body = None
-    order_id = body.get("orderId") if isinstance(body, dict) and isinstance(body.get("orderId"), str) else None
-    return message_id, order_id
+    body = record.get("body")
+    return message_id, message_key(body if isinstance(body, str) else None, key_field)
 
 
-def _order_of(key: str, candidates: list[ExecutionSummary]) -> str | None:
+def _key_of(asked: str, candidates: list[ExecutionSummary]) -> str | None:
     for candidate in candidates:
-        if key in (candidate.message_id, candidate.order_id):
-            return candidate.order_id
+        if asked in (candidate.message_id, candidate.key):
+            return candidate.key
     return None
 
 
@@ -320,17 +321,15 @@ def _json(text: Any) -> Any:
 
 
 def _in_source_dlq(sqs: SQSClient, url: str, keys: set[str], request: TraceRequest) -> list[str]:
-    """Message ids in the source DLQ whose id or body's orderId is one of `keys` (read, then made visible again)."""
+    """Message ids in the source DLQ whose id or body's key is one of `keys` (read, then made visible again)."""
     found: list[str] = []
     with HeldMessages(
         sqs, url, visibility_timeout=request.visibility_timeout, wait_seconds=request.wait_seconds
     ) as held:
         while batch := held.receive(10):
             for message in batch:
-                _, order_id = _record_keys(
-                    json.dumps({"messageId": message["MessageId"], "body": message.get("Body", "")})
-                )
-                if keys & {message["MessageId"], order_id}:
+                key = message_key(message.get("Body"), request.key_field)
+                if keys & {message["MessageId"], key}:
                     found.append(message["MessageId"])
     return found
 
@@ -369,7 +368,7 @@ def _where(result: Trace) -> list[Location]:
         ]
         deciding = min(runs, key=lambda e: e.start_date)
         if deciding.status == "SUCCEEDED":
-            detail = "ignored as a duplicate" if deciding.duplicate else "the saga succeeded"
+            detail = "ignored as a duplicate" if deciding.duplicate else "the workflow succeeded"
             places.append(Location(Place.SUCCEEDED, message_id, detail, deciding.arn))
         elif deciding.status == "RUNNING":
             places.append(

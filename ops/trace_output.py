@@ -53,7 +53,7 @@ def _execution(region: str, e: TracedExecution) -> dict[str, Any]:
         "startDate": json_time(e.start_date),
         "stopDate": json_time(e.stop_date),
         "messageId": e.message_id,
-        "orderId": e.order_id,
+        "key": e.key,
         "error": e.error,
         "cause": e.cause,
         "retries": e.retries,
@@ -70,8 +70,9 @@ def document(stack: str, failure_dlq_url: str, t: Trace) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "stack": stack,
+        "keyField": t.key_field,
+        "query": t.query,
         "key": t.key,
-        "orderId": t.order_id,
         "messageIds": t.message_ids,
         "where": [
             {
@@ -105,11 +106,11 @@ def document(stack: str, failure_dlq_url: str, t: Trace) -> dict[str, Any]:
 
 
 def render(console: Console, failure_dlq_url: str, t: Trace) -> None:
-    title = f"order {t.order_id}" if t.order_id else f"message {t.key}"
+    title = f"{t.key_field} {t.key}" if t.key else f"message {t.query}"
     console.print(f"[bold]Trace of {title}[/]  (messages: {', '.join(t.message_ids) or '-'})", highlight=False)
     console.print("[bold]Where it is now[/]")
     for loc in t.where:
-        hint = _NEXT.get(loc.place, "").format(key=t.order_id or loc.message_id, arn=loc.execution_arn)
+        hint = _NEXT.get(loc.place, "").format(key=t.key or loc.message_id, arn=loc.execution_arn)
         console.print(
             f"  {loc.place.value:<16} {loc.message_id or '-'}  {loc.detail}"
             + (f"\n  {'':<16} next: {hint}" if hint else ""),

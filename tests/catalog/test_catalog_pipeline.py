@@ -190,7 +190,7 @@ def test_a_dynamodb_outage_longer_than_the_retries_is_recorded_then_redriven_by_
 
     # Then the redriven copy is indexed, the failure DLQ is empty, and no new alert was raised
     assert code == 0 and summary["summary"]["redriven"] == 1
-    assert item["messageId"] == record_message["MessageId"] and item["orderId"] is None  # no order: the DLQ message
+    assert item["messageId"] == record_message["MessageId"] and item["key"] == "sku-4"  # keyed by productId
     assert failure_records(aws) == []
     (indexed,) = aws.items("SearchIndexTableName")
     assert (indexed["productId"], indexed["version"], indexed["messageId"]) == ("sku-4", 1, redriven)
@@ -213,7 +213,7 @@ def test_ff_ops_status_and_failures_list_read_the_catalog_stack(aws: Rehearsal) 
     assert queues["failure DLQ"]["visible"] == 1 and queues["source queue"]["visible"] == 0
     assert list_code == 0
     (listed,) = listing["failures"]
-    assert listed["sourceMessageId"] == bad and listed["orderId"] is None
+    assert listed["sourceMessageId"] == bad and listed["key"] == "sku-5"
     assert (listed["error"], listed["failedState"]) == ("InvalidDocument", "IndexProduct")
     show_code, shown = ff_ops("failures", "show", bad)  # found by the original message id, as an operator has it
     assert show_code == 0 and [f["body"] for f in shown["failures"]] == ['{"productId": "sku-5"}']

@@ -27,7 +27,7 @@ def test_foreign_messages_are_listed_with_the_reason_and_left_alone(aws: Rehears
     code, listing = ff_ops(cli, "failures", "list")
 
     assert code == 0
-    assert [f["orderId"] for f in listing["failures"]] == [order_id]
+    assert [f["key"] for f in listing["failures"]] == [order_id]
     reasons = sorted(m["reason"] for m in listing["unrecognized"])
     assert reasons == sorted([
         "the body is not JSON",

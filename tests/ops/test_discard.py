@@ -29,11 +29,12 @@ def test_discard_deletes_only_the_selected_order_and_logs_its_whole_record(
 
     # Then it is gone, the others are visible again, and the log holds exactly what the DLQ message held
     assert code == 0 and doc["summary"]["discarded"] == 1 and doc["complete"] is True
+    assert doc["keyField"] == "orderId" and [item["key"] for item in doc["items"]] == [second]
     assert queued_orders(aws, "FailureDlqUrl") == {first: 1, third: 1}
     assert depth(aws, "FailureDlqUrl") == (2, 0)
     (line,) = log.read_text(encoding="utf-8").splitlines()
     logged = json.loads(line)
-    assert logged["schema"] == "ff-ops/discarded/v1" and logged["orderId"] == second
+    assert logged["schema"] == "ff-ops/discarded/v1" and logged["key"] == second and logged["keyField"] == "orderId"
     assert logged["dlqMessageId"] == dlq_message["MessageId"] and logged["error"] == "OutOfStock"
     assert logged["failureRecord"] == json.loads(dlq_message["Body"])
 
@@ -49,7 +50,7 @@ def test_each_record_is_in_the_log_while_its_message_is_still_in_the_dlq(aws: Re
             return super().write(text)
 
     log = Log()
-    request = DiscardRequest(Selection(order_ids=frozenset(order_ids)), wait_seconds=0)
+    request = DiscardRequest(Selection(keys=frozenset(order_ids)), wait_seconds=0)
 
     # When both are discarded
     result = discard_failures(
@@ -59,7 +60,7 @@ def test_each_record_is_in_the_log_while_its_message_is_still_in_the_dlq(aws: Re
     # Then the first line was written with both messages still there, the second with its own still there
     assert result.count(Verdict.DISCARDED) == 2
     assert seen == [2, 1]
-    assert sorted(json.loads(line)["orderId"] for line in log.getvalue().splitlines()) == sorted(order_ids)
+    assert sorted(json.loads(line)["key"] for line in log.getvalue().splitlines()) == sorted(order_ids)
     assert depth(aws, "FailureDlqUrl") == (0, 0)
 
 

@@ -27,7 +27,7 @@ def test_round_trip_out_of_stock_orders_succeed_after_restock_and_redrive(aws: R
     # Then every order went through: shipped once, stock taken once, and no queue holds anything
     assert code == 0
     assert summary["summary"]["redriven"] == 3 and summary["complete"] is True
-    assert sorted(item["orderId"] for item in summary["items"]) == sorted(order_ids)
+    assert sorted(item["key"] for item in summary["items"]) == sorted(order_ids)
     ledger = account(aws, redriven)
     assert {fate.place for fate in ledger.fates.values()} == {Place.SUCCEEDED}
     assert shipped(aws) == dict.fromkeys(order_ids, 1)
@@ -57,7 +57,7 @@ def test_selection_by_order_id_leaves_the_others(aws: Rehearsal, cli: CliRunner)
 
     code, summary = ff_ops(cli, "failures", "redrive", "--order-id", second)
 
-    assert code == 0 and [item["orderId"] for item in summary["items"]] == [second]
+    assert code == 0 and [item["key"] for item in summary["items"]] == [second]
     assert queued_orders(aws, "SourceQueueUrl") == {second: 1}
     assert queued_orders(aws, "FailureDlqUrl") == {first: 1, third: 1}
 
@@ -95,7 +95,7 @@ def test_manual_repair_is_refused_without_force(aws: Rehearsal, cli: CliRunner) 
     code, summary = ff_ops(cli, "failures", "redrive", "--all")
 
     assert code == 8 and summary["complete"] is False
-    actions = {item["orderId"]: item["action"] for item in summary["items"]}
+    actions = {item["key"]: item["action"] for item in summary["items"]}
     assert actions == {repair: "refused-manual-repair", ordinary: "redriven"}
     assert queued_orders(aws, "FailureDlqUrl") == {repair: 1}
     assert queued_orders(aws, "SourceQueueUrl") == {ordinary: 1}

@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 from offline.rehearsal import Rehearsal
 from tests.ops.helpers import failed_orders, ff_ops
 
-FAILURE = {"messageId", "sourceMessageId", "orderId", "error", "cause", "failedState", "failedAt", "manualRepair",
+FAILURE = {"messageId", "sourceMessageId", "key", "error", "cause", "failedState", "failedAt", "manualRepair",
            "executionArn"}
 FAILURE_DETAIL = FAILURE | {"compensation", "stateMachineArn", "body", "messageAttributes", "record"}
 UNRECOGNIZED = {"messageId", "reason", "bodyPreview"}
-REDRIVE_ITEM = {"messageId", "orderId", "error", "action", "newMessageId", "reason"}
+REDRIVE_ITEM = {"messageId", "key", "error", "action", "newMessageId", "reason"}
 REDRIVE_SUMMARY = {"redriven", "wouldRedrive", "refusedManualRepair", "unrecognized", "sendFailed", "sentNotDeleted"}
 QUEUE = {"outputKey", "label", "url", "visible", "inFlight", "delayed", "oldestAgeSeconds"}
 EXECUTION = {"executionArn", "name", "status", "startDate", "stopDate"}
@@ -28,11 +28,12 @@ def test_failures_list_and_show_documents(aws: Rehearsal, cli: CliRunner) -> Non
     _, shown = ff_ops(cli, "failures", "show", order_id)
 
     assert listing["schema"] == "ff-ops/failures-list/v1"
-    assert set(listing) == {"schema", "stack", "queueUrl", "approximateDepth", "read", "truncated", "failures",
-                            "unrecognized"}
+    assert set(listing) == {"schema", "stack", "keyField", "queueUrl", "approximateDepth", "read", "truncated",
+                            "failures", "unrecognized"}
+    assert listing["keyField"] == "orderId" and [f["key"] for f in listing["failures"]] == [order_id]
     assert [set(f) for f in listing["failures"]] == [FAILURE]
     assert [set(m) for m in listing["unrecognized"]] == [UNRECOGNIZED]
-    assert shown["schema"] == "ff-ops/failures-show/v1" and set(shown) == {"schema", "stack", "failures"}
+    assert shown["schema"] == "ff-ops/failures-show/v1" and set(shown) == {"schema", "stack", "keyField", "failures"}
     assert [set(f) for f in shown["failures"]] == [FAILURE_DETAIL]
 
 
@@ -44,7 +45,8 @@ def test_failures_redrive_document(aws: Rehearsal, cli: CliRunner) -> None:
 
     for document in (dry, done):
         assert document["schema"] == "ff-ops/failures-redrive/v1"
-        assert set(document) == {"schema", "stack", "dryRun", "read", "complete", "summary", "items"}
+        assert set(document) == {"schema", "stack", "keyField", "dryRun", "read", "complete", "summary", "items"}
+        assert document["keyField"] == "orderId"
         assert set(document["summary"]) == REDRIVE_SUMMARY
         assert {frozenset(item) for item in document["items"]} == {frozenset(REDRIVE_ITEM)}
     assert {item["action"] for item in dry["items"]} == {"would-redrive"}

@@ -22,7 +22,7 @@ def test_list_shows_each_failure_and_leaves_every_message_visible(aws: Rehearsal
     code, listing = ff_ops(cli, "failures", "list")
 
     assert code == 0 and listing["read"] == 3 and listing["truncated"] is False
-    by_order = {f["orderId"]: f for f in listing["failures"]}
+    by_order = {f["key"]: f for f in listing["failures"]}
     assert {o: by_order[o]["error"] for o in [*out_of_stock, declined]} == {
         **dict.fromkeys(out_of_stock, "OutOfStock"), declined: "PaymentDeclined"}
     assert by_order[declined]["failedState"] == "ChargePayment"
@@ -38,7 +38,7 @@ def test_list_filters_by_error_and_time(aws: Rehearsal, cli: CliRunner) -> None:
     _, recent = ff_ops(cli, "failures", "list", "--since", "10m")
     _, future = ff_ops(cli, "failures", "list", "--since", "2999-01-01T00:00:00Z")
 
-    assert [f["orderId"] for f in by_error["failures"]] == [declined]
+    assert [f["key"] for f in by_error["failures"]] == [declined]
     assert len(recent["failures"]) == 2
     assert future["failures"] == [] and future["read"] == 2
 
@@ -68,7 +68,7 @@ def test_show_finds_a_failure_by_order_id_with_the_original_message(aws: Rehears
     human = cli.invoke(app, ["failures", "show", order_id])
 
     (failure,) = shown["failures"]
-    assert code == 0 and failure["orderId"] == order_id
+    assert code == 0 and failure["key"] == order_id
     assert failure["compensation"] == {"required": False}
     assert failure["messageAttributes"]["tenant"]["stringValue"] == "acme"
     assert f'"orderId": "{order_id}"' in failure["body"]

@@ -34,7 +34,8 @@ def test_a_succeeded_order_is_traced_by_order_id_with_its_states(aws: Rehearsal,
 
     # Then one execution, the three steps entered once each, and the order in the "succeeded" place
     assert code == 0 and doc["schema"] == "ff-ops/trace/v1"
-    assert doc["orderId"] == order_id and doc["messageIds"] == [message_id]
+    assert (doc["keyField"], doc["query"], doc["key"]) == ("orderId", order_id, order_id)
+    assert doc["messageIds"] == [message_id]
     (execution,) = doc["executions"]
     assert execution["status"] == "SUCCEEDED" and execution["messageId"] == message_id
     assert [s["state"] for s in execution["states"]] == ["ReserveInventory", "ChargePayment", "ArrangeShipping"]
@@ -52,7 +53,7 @@ def test_a_compensated_order_shows_its_compensations_alert_and_failure_record(aw
     code, doc = ff_ops(cli, "trace", message_id)
 
     # Then the compensations ran and succeeded, NotifyFailure published, and the order is in the failure DLQ
-    assert code == 0 and doc["orderId"] == order_id
+    assert code == 0 and doc["key"] == order_id
     (execution,) = doc["executions"]
     assert execution["status"] == "FAILED" and execution["error"] == "FailureRecorded"
     assert [(c["state"], c["outcome"]) for c in execution["compensations"]] == [

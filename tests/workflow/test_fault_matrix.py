@@ -217,7 +217,7 @@ def test_an_operator_redrive_whose_delete_message_fails(cloud_assembly: Path, ki
         retries = Config(retries={"mode": "standard", "max_attempts": 2})  # botocore: 2 retries after the first
         sqs = boto3.client("sqs", region_name=aws.region, config=retries)
         report = redrive_failures(sqs, aws.outputs["FailureDlqUrl"], aws.outputs["SourceQueueUrl"],
-                                  RedriveRequest(Selection(order_ids=frozenset({DECLINED or ""})), wait_seconds=0))
+                                  RedriveRequest(Selection(keys=frozenset({DECLINED or ""})), wait_seconds=0))
 
         (outcome,) = report.outcomes
         assert outcome.action is action and outcome.new_message_id is not None
