@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from offline.deployment import ACCOUNT
 from offline.rehearsal import Rehearsal
 from ops.cli import app
+from ops.records import message_key
 from tests.ops.helpers import failed_orders, ff_ops
 
 
@@ -99,3 +100,13 @@ def test_help_speaks_of_messages_not_orders_except_for_smoke(cli: CliRunner) -> 
         for word in ("order ", "orders", "saga"):
             assert word not in text.lower(), (name, word)
     assert "order example" in smoke
+
+
+def test_the_key_is_the_body_fields_text_and_none_when_the_body_has_none() -> None:
+    assert message_key('{"productId": "sku-1"}', "productId") == "sku-1"
+    assert message_key('{"productId": 42}', "productId") == "42"  # so that --key 42 matches it
+    assert message_key('{"productId": true}', "productId") is None
+    assert message_key('{"productId": {"id": 1}}', "productId") is None
+    assert message_key('{"orderId": "ord-1"}', "productId") is None
+    assert message_key("not json", "productId") is None
+    assert message_key("[]", "productId") is None
