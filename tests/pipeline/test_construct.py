@@ -1,0 +1,191 @@
+"""What FireAndForgetPipeline exposes and deploys, on a small stack and on the two examples' templates, and the rule
+that the construct has no line that knows either example."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_kms as kms
+from constructs import IConstruct
+
+from stacks.fire_and_forget import OUTPUT_KEYS, FireAndForgetPipeline
+from stacks.fire_and_forget.workflow import failure_tail
+from tests.pipeline import minimal
+from tests.support.cdk import REPO
+from tests.support.template import one, ref_or_att
+
+ORDER_WORDS = re.compile(r"order|saga|inventory|payment|shipment", re.IGNORECASE)
+CONSTRUCT_SOURCES = (REPO / "stacks" / "fire_and_forget", REPO / "lambdas" / "fire_and_forget")
+# Each exception: (file or template, the exact phrase allowed there, why). A phrase nothing contains any more fails
+# the test, so the list only shrinks.
+SOURCE_EXCEPTIONS = (
+    ("stacks/fire_and_forget/monitoring_dashboard.py", "in the order an operator asks", "'order' as in sequence"),
+    ("lambdas/fire_and_forget/errors.py", "in the order of the transaction's actions", "'order' as in sequence"),
+)
+CATALOG_EXCEPTIONS = (
+    (
+        "statemachines/catalog/index_product.asl.json",
+        "one step, no saga",
+        "the catalog ASL's Comment says what it is not; owned by the catalog example, reported to the lead",
+    ),
+)
+EXPOSED = {
+    "source_queue": "AWS::SQS::Queue",
+    "source_dlq": "AWS::SQS::Queue",
+    "pipe": "AWS::Pipes::Pipe",
+    "state_machine": "AWS::StepFunctions::StateMachine",
+    "failure_dlq": "AWS::SQS::Queue",
+    "alerts_topic": "AWS::SNS::Topic",
+    "dashboard": "AWS::CloudWatch::Dashboard",
+    "deliveries_table": "AWS::DynamoDB::Table",
+    "key": "AWS::KMS::Key",
+    "operator_policy": "AWS::IAM::ManagedPolicy",
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[FireAndForgetPipeline, dict[str, Any]]:
+    """A pipeline that makes its own key, in a stack of its own, and that stack's template."""
+    scope = minimal.stack()
+    pipeline = minimal.pipeline(scope, minimal.write(tmp_path_factory.mktemp("asl"), minimal.valid_definition()))
+    template: dict[str, Any] = scope.node.root.synth().get_stack_by_name("Minimal").template  # type: ignore[attr-defined]
+    return pipeline, template
+
+
+def logical_id(construct: IConstruct) -> str:
+    cfn = construct if isinstance(construct, cdk.CfnElement) else construct.node.default_child
+    assert isinstance(cfn, cdk.CfnElement), construct.node.path
+    return str(cdk.Stack.of(construct).resolve(cfn.logical_id))
+
+
+@pytest.mark.parametrize(("attribute", "resource_type"), EXPOSED.items())
+def test_the_construct_exposes_each_resource_it_creates(
+    built: tuple[FireAndForgetPipeline, dict[str, Any]], attribute: str, resource_type: str
+) -> None:
+    pipeline, template = built
+    exposed = getattr(pipeline, attribute)
+    assert template["Resources"][logical_id(exposed)]["Type"] == resource_type
+
+
+def test_the_exposed_queues_are_the_ones_the_pipe_and_the_tail_use(
+    built: tuple[FireAndForgetPipeline, dict[str, Any]],
+) -> None:
+    pipeline, template = built
+    resources = template["Resources"]
+    source, dlq, failure = (logical_id(q) for q in (pipeline.source_queue, pipeline.source_dlq, pipeline.failure_dlq))
+    assert len({source, dlq, failure}) == 3
+    pipe = resources[logical_id(pipeline.pipe)]["Properties"]
+    assert ref_or_att(pipe["Source"]) == source
+    assert ref_or_att(pipe["Target"]) == logical_id(pipeline.state_machine)
+    assert ref_or_att(resources[source]["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]) == dlq
+    substitutions = resources[logical_id(pipeline.state_machine)]["Properties"]["DefinitionSubstitutions"]
+    assert ref_or_att(substitutions["FailureDlqUrl"]) == failure
+    assert ref_or_att(substitutions["AlertsTopicArn"]) == logical_id(pipeline.alerts_topic)
+    assert ref_or_att(substitutions["DeliveriesTableName"]) == logical_id(pipeline.deliveries_table)
+
+
+def test_the_construct_exposes_its_alarms(built: tuple[FireAndForgetPipeline, dict[str, Any]]) -> None:
+    pipeline, template = built
+    alarms = {name: template["Resources"][logical_id(alarm)]["Type"] for name, alarm in pipeline.alarms.items()}
+    assert alarms
+    assert set(alarms.values()) == {"AWS::CloudWatch::Alarm"}
+    every_alarm = [lid for lid, r in template["Resources"].items() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert sorted(logical_id(alarm) for alarm in pipeline.alarms.values()) == sorted(every_alarm)
+
+
+def test_a_given_key_is_used_instead_of_a_new_one(tmp_path: Path) -> None:
+    scope = minimal.stack()
+    key = kms.Key(scope, "TeamKey")
+    pipeline = minimal.pipeline(scope, minimal.write(tmp_path, minimal.valid_definition()), key=key)
+    assert pipeline.key is key
+    assert pipeline.node.try_find_child("MessagingKey") is None
+    resources = scope.node.root.synth().get_stack_by_name("Minimal").template["Resources"]  # type: ignore[attr-defined]
+    team_key = logical_id(key)
+    for queue in (pipeline.source_queue, pipeline.source_dlq, pipeline.failure_dlq):
+        assert ref_or_att(resources[logical_id(queue)]["Properties"]["KmsMasterKeyId"]) == team_key
+    assert ref_or_att(resources[logical_id(pipeline.alerts_topic)]["Properties"]["KmsMasterKeyId"]) == team_key
+    table = resources[logical_id(pipeline.deliveries_table)]["Properties"]
+    assert ref_or_att(table["SSESpecification"]["KMSMasterKeyId"]) == team_key
+
+
+def test_a_pipeline_alone_has_exactly_the_pipeline_outputs(built: tuple[FireAndForgetPipeline, dict[str, Any]]) -> None:
+    _, template = built
+    assert sorted(template["Outputs"]) == sorted(OUTPUT_KEYS)
+    assert template["Outputs"]["PipelineName"]["Value"] == "minimal"
+    assert template["Outputs"]["MessageKeyField"]["Value"] == "id"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "own"),
+    [
+        (
+            "template",
+            {
+                "OrdersTableName",
+                "InventoryTableName",
+                "ReservationsTableName",
+                "PaymentsTableName",
+                "ShipmentsTableName",
+                "IdempotencyTableName",
+            },
+        ),
+        ("catalog_template", {"SearchIndexTableName"}),
+    ],
+)
+def test_both_examples_carry_the_pipeline_outputs_plus_their_own(
+    fixture: str, own: set[str], request: pytest.FixtureRequest
+) -> None:
+    outputs = set(request.getfixturevalue(fixture)["Outputs"])
+    assert outputs >= set(OUTPUT_KEYS)
+    assert outputs - set(OUTPUT_KEYS) == own
+
+
+def test_the_catalog_runs_one_state_then_the_construct_s_tail(catalog_template: dict[str, Any]) -> None:
+    machine = one(catalog_template, "AWS::StepFunctions::StateMachine", "PipelineWorkflow")[1]["Properties"]
+    definition = json.loads(machine["DefinitionString"])
+    states: dict[str, Any] = definition["States"]
+    tail = failure_tail()
+    assert {name: states[name] for name in tail} == tail
+    assert set(states) - set(tail) == {"IndexProduct", "IndexProductFailed"}
+    happy_path = [definition["StartAt"]]
+    while not states[happy_path[-1]].get("End"):
+        happy_path.append(states[happy_path[-1]]["Next"])
+    assert happy_path == ["IndexProduct"]
+    assert machine["DefinitionSubstitutions"]["PipelineName"] == "catalog"
+
+
+def _unexplained(text: str, where: str, exceptions: tuple[tuple[str, str, str], ...]) -> list[str]:
+    """Order words in `text` outside the phrases `exceptions` allow for `where`."""
+    allowed = [phrase for place, phrase, _ in exceptions if place == where]
+    for phrase in allowed:
+        text = text.replace(phrase, "")
+    return [f"{where}: ...{text[max(0, m.start() - 40) : m.end() + 40]}..." for m in ORDER_WORDS.finditer(text)]
+
+
+def test_the_catalog_template_names_nothing_of_the_order_example(catalog_template: dict[str, Any]) -> None:
+    text = json.dumps(catalog_template)
+    found = _unexplained(text, "statemachines/catalog/index_product.asl.json", CATALOG_EXCEPTIONS)
+    assert not found, "\n".join(found)
+    stale = [phrase for _, phrase, _ in CATALOG_EXCEPTIONS if phrase not in text]
+    assert not stale, f"exceptions nothing needs any more, remove them: {stale}"
+
+
+def test_the_construct_library_has_no_line_that_knows_the_order_example() -> None:
+    found: list[str] = []
+    used: set[str] = set()
+    for root in CONSTRUCT_SOURCES:
+        for path in sorted(root.rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts:
+                continue
+            where = path.relative_to(REPO).as_posix()
+            text = path.read_text(encoding="utf-8")
+            used |= {phrase for place, phrase, _ in SOURCE_EXCEPTIONS if place == where and phrase in text}
+            found += _unexplained(text, where, SOURCE_EXCEPTIONS)
+    assert not found, "\n".join(found)
+    stale = [phrase for _, phrase, _ in SOURCE_EXCEPTIONS if phrase not in used]
+    assert not stale, f"exceptions nothing needs any more, remove them: {stale}"
