@@ -44,7 +44,7 @@ class PipelineProps:
     """Everything the pipeline is built from. Only `name`, `workflow` and `metrics` have no default.
 
     `name` is the pipeline's id in the failure record and in alerts (lowercase, digits, '-'). `message_key` is the
-    top-level field of a message body that names the work it is about ("orderId"): ff-ops selects and labels failed
+    top-level field of a message body that names the work it is about ("requestId"): ff-ops selects and labels failed
     messages by it (output MessageKeyField), and never needs it to be present. `key` is the
     customer-managed KMS key for the queues, the topic and the deliveries table: give the one your own tables use,
     or leave it out and the pipeline makes one (`.key`). `outputs` names extra stack outputs (a table the operators
@@ -247,7 +247,7 @@ class _GeneratedNamesFit:
 def _check_message_key(field_name: str) -> None:
     if not (0 < len(field_name) <= 64 and field_name.replace("_", "").replace("-", "").isalnum()):
         raise WiringError(f"message_key {field_name!r}: name one top-level field of the message body, such as "
-                          "'orderId' (letters, digits, '_' or '-', at most 64 characters).")
+                          "'requestId' (letters, digits, '_' or '-', at most 64 characters).")
 
 
 def _check_name(name: str) -> None:
