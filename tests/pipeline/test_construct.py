@@ -189,3 +189,16 @@ def test_the_construct_library_has_no_line_that_knows_the_order_example() -> Non
     assert not found, "\n".join(found)
     stale = [phrase for _, phrase, _ in SOURCE_EXCEPTIONS if phrase not in used]
     assert not stale, f"exceptions nothing needs any more, remove them: {stale}"
+
+
+def test_the_documented_failure_record_is_the_one_handle_failure_sends() -> None:
+    from ops.records import RECORD_KIND
+
+    body = failure_tail()["HandleFailure"]["Parameters"]["MessageBody"]
+    sent = {name.removesuffix(".$") for name in body}
+    doc = (REPO / "docs" / "construct.md").read_text(encoding="utf-8")
+    section = doc.split("## The failure record", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE))
+    assert documented == sent
+    assert body["kind"] == RECORD_KIND == "fire-and-forget.failure.v1"
+    assert f"`{RECORD_KIND}`" in section
