@@ -32,9 +32,8 @@ if TYPE_CHECKING:
     from ops.stack import DeployedStack
 
 DEFAULT_MAX_EXECUTIONS = 500
-# The order example's compensation states (stacks/orders/stack.py COMPENSATIONS; a unit test keeps them equal):
-# the only workflow-specific names here; another workflow's executions simply list none.
-COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
+# The stack output naming the workflow's compensation states (comma-separated; absent when it has none).
+COMPENSATIONS_OUTPUT = "CompensationStates"
 ALERT_STATE = "NotifyFailure"
 # The error an execution ends with once HandleFailure put the message in the failure DLQ (ops/executions.py).
 RECORDED_ERROR = HANDLED_FAILURE_ERROR
@@ -94,6 +93,7 @@ class ExecutionSummary:
 @dataclass(frozen=True)
 class TracedExecution(ExecutionSummary):
     visits: list[StateVisit]
+    compensation_states: frozenset[str] = frozenset()  # from the stack's CompensationStates output
 
     @property
     def states(self) -> list[str]:
@@ -105,7 +105,7 @@ class TracedExecution(ExecutionSummary):
 
     @property
     def compensations(self) -> list[StateVisit]:
-        return [visit for visit in self.visits if visit.name in COMPENSATIONS]
+        return [visit for visit in self.visits if visit.name in self.compensation_states]
 
     @property
     def alerts(self) -> list[StateVisit]:
@@ -169,7 +169,8 @@ def trace(clients: Clients, stack: DeployedStack, request: TraceRequest) -> Trac
         max_executions=request.max_executions,
         truncated=truncated,
     )
-    result.executions = [_traced(clients.sfn, c) for c in matched]
+    compensations = frozenset(name for name in stack.outputs.get(COMPENSATIONS_OUTPUT, "").split(",") if name)
+    result.executions = [_traced(clients.sfn, c, compensations) for c in matched]
     keys = {request.key} | ({key} if key else set())
     listing = list_failures(
         clients.sqs,
@@ -251,7 +252,7 @@ def _key_of(asked: str, candidates: list[ExecutionSummary]) -> str | None:
     return None
 
 
-def _traced(sfn: SFNClient, candidate: ExecutionSummary) -> TracedExecution:
+def _traced(sfn: SFNClient, candidate: ExecutionSummary, compensations: frozenset[str]) -> TracedExecution:
     events: list[Any] = []
     token: str | None = None
     while True:
@@ -265,7 +266,7 @@ def _traced(sfn: SFNClient, candidate: ExecutionSummary) -> TracedExecution:
         if not token:
             break
     summary = {f.name: getattr(candidate, f.name) for f in fields(ExecutionSummary)}
-    return TracedExecution(**summary, visits=visits(events))
+    return TracedExecution(**summary, visits=visits(events), compensation_states=compensations)
 
 
 def visits(events: list[Any]) -> list[StateVisit]:

@@ -185,6 +185,8 @@ class FireAndForgetPipeline(Construct):
             "DeliveriesTableName": self.deliveries_table.table_name,
             "MessageKeyField": props.message_key,
         }
+        if workflow.compensations:  # `ff-ops trace` lists these states as the compensations an execution ran
+            outputs["CompensationStates"] = ",".join(workflow.compensations)
         clashing = sorted(set(outputs) & set(props.outputs))
         if clashing:
             raise WiringError(f"props.outputs {', '.join(clashing)} are the pipeline's own output keys: rename them")

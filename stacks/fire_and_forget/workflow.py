@@ -38,6 +38,9 @@ TRANSIENT_ERROR = "TransientError"
 FAILURE_ENTRY = "ClaimFailure"
 DUPLICATE_DELIVERY_END = "DuplicateDeliveryIgnored"
 DUPLICATE_DELIVERY_ERROR = "DuplicateDelivery"
+# The states whose failure ends the execution unless they Catch it: a Task, and a Parallel or Map (whose Catch is
+# what sees a failure inside its branches).
+CATCHING_TYPES = ("Task", "Parallel", "Map")
 # A title goes into States.Format strings and SNS subjects: nothing that would need escaping, and short.
 TITLE_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_.")
 MAX_TITLE = 40
@@ -141,16 +144,7 @@ def check_wiring(definition: dict[str, Any], *, claims_delivery: str, source: st
     if not any(FAILURE_ENTRY in _targets(state) for state in states.values()):
         problems.append(f"no state goes to the failure entry {FAILURE_ENTRY!r}: end every Catch path there")
     for name, state in states.items():
-        if state.get("Type") != "Task":
-            continue
-        if "TimeoutSeconds" not in state and "TimeoutSecondsPath" not in state:
-            problems.append(f"Task {name!r} has no TimeoutSeconds: a hung call would hold the execution for a year")
-        catch_all = [c for c in state.get("Catch", []) if "States.ALL" in c.get("ErrorEquals", [])]
-        if not catch_all:
-            problems.append(f"Task {name!r} has no Catch for States.ALL: its failure would end the execution "
-                            f"outside {FAILURE_ENTRY!r}, unrecorded")
-        elif not all(_reaches(states, c["Next"], FAILURE_ENTRY) for c in catch_all):
-            problems.append(f"Task {name!r}: its States.ALL Catch never reaches {FAILURE_ENTRY!r}")
+        problems += _state_problems(name, state, states)
     entry = states.get(claims_delivery, {})
     duplicate_ends = [c.get("Next") for c in entry.get("Catch", [])
                       if DUPLICATE_DELIVERY_ERROR in c.get("ErrorEquals", [])]
@@ -159,6 +153,41 @@ def check_wiring(definition: dict[str, Any], *, claims_delivery: str, source: st
                         f"into {DUPLICATE_DELIVERY_END!r}: a redelivered message would be processed twice")
     if problems:
         raise WiringError(f"{source}: " + "; ".join(problems) + ". See docs/construct.md, \"The workflow contract\".")
+
+
+def _state_problems(name: str, state: dict[str, Any], states: dict[str, Any]) -> list[str]:
+    """What one top-level state lacks for its failures to reach the failure tail."""
+    problems: list[str] = []
+    kind = state.get("Type")
+    if kind not in CATCHING_TYPES:
+        return problems
+    if kind == "Task" and "TimeoutSeconds" not in state and "TimeoutSecondsPath" not in state:
+        problems.append(f"Task {name!r} has no TimeoutSeconds: a hung call would hold the execution for a year")
+    catch_all = [c for c in state.get("Catch", []) if "States.ALL" in c.get("ErrorEquals", [])]
+    if not catch_all:
+        problems.append(f"{kind} {name!r} has no Catch for States.ALL: its failure would end the execution "
+                        f"outside {FAILURE_ENTRY!r}, unrecorded")
+    elif not all(_reaches(states, c["Next"], FAILURE_ENTRY) for c in catch_all):
+        problems.append(f"{kind} {name!r}: its States.ALL Catch never reaches {FAILURE_ENTRY!r}")
+    # Inside a Parallel or a Map, the enclosing state's Catch sees a branch's failure; a Task there still
+    # needs its own timeout.
+    for inner_name, inner in _nested_states(state):
+        if inner.get("Type") == "Task" and "TimeoutSeconds" not in inner and "TimeoutSecondsPath" not in inner:
+            problems.append(f"Task {inner_name!r} (inside {name!r}) has no TimeoutSeconds: a hung call would hold "
+                            "the execution for a year")
+    return problems
+
+
+def _nested_states(state: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every state inside a Parallel's branches or a Map's item processor, at any depth."""
+    inner: list[dict[str, Any]] = [*state.get("Branches", [])]
+    for key in ("ItemProcessor", "Iterator"):
+        if isinstance(state.get(key), dict):
+            inner.append(state[key])
+    for machine in inner:
+        for name, nested in machine.get("States", {}).items():
+            yield name, nested
+            yield from _nested_states(nested)
 
 
 def _targets(state: dict[str, Any]) -> Iterator[str]:

@@ -196,3 +196,37 @@ def test_outputs_clashing_with_the_pipelines_own_keys_are_refused(tmp_path: Path
     assert "props.outputs PipelineName, StateMachineArn are the pipeline's own output keys: rename them" in str(
         raised.value
     )
+
+
+def _map_around_the_task(definition: dict[str, Any], *, catch: bool, inner_timeout: bool) -> dict[str, Any]:
+    """The minimal definition with its task moved inside a Map state."""
+    task = dict(definition["States"][TASK])
+    task.pop("Catch", None)
+    task["End"] = True
+    task.pop("Next", None)
+    if not inner_timeout:
+        task["Resource"] = "arn:aws:states:::dynamodb:putItem"
+        task["Parameters"] = {"TableName": "t", "Item": {"id": {"S.$": "$.id"}}}
+        task.pop("TimeoutSeconds", None)
+    mapped: dict[str, Any] = {
+        "Type": "Map",
+        "ItemProcessor": {"StartAt": "Inner", "States": {"Inner": task}},
+        "End": True,
+    }
+    if catch:
+        mapped["Catch"] = definition["States"][TASK]["Catch"]
+    definition["States"][TASK] = mapped
+    return definition
+
+
+def test_a_map_without_a_catch_is_refused(tmp_path: Path) -> None:
+    # A failure inside a Map's iteration fails the Map: without its own Catch, the execution ends unrecorded.
+    definition = _map_around_the_task(minimal.valid_definition(), catch=False, inner_timeout=True)
+    message = refused(tmp_path, definition)
+    assert f"Map '{TASK}' has no Catch for States.ALL" in message
+
+
+def test_a_task_inside_a_map_without_timeout_seconds_is_refused(tmp_path: Path) -> None:
+    definition = _map_around_the_task(minimal.valid_definition(), catch=True, inner_timeout=False)
+    message = refused(tmp_path, definition)
+    assert f"Task 'Inner' (inside '{TASK}') has no TimeoutSeconds" in message
