@@ -24,7 +24,14 @@ os.environ.pop("AWS_PROFILE", None)
 
 @pytest.fixture(scope="session")
 def cloud_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The cloud assembly (template plus Lambda assets), synthesized once per test session."""
+    """The cloud assembly (template plus Lambda assets), synthesized once per test session.
+
+    FF_TEST_CLOUD_ASSEMBLY names one synthesized already from this tree: `make mutation` runs a pytest session per
+    mutant, and none of them changes stacks/, so each would otherwise synthesize the same app again (5-8 s).
+    """
+    prebuilt = os.environ.get("FF_TEST_CLOUD_ASSEMBLY")
+    if prebuilt:
+        return Path(prebuilt)
     return synthesize(tmp_path_factory.mktemp("cdk.out"))
 
 
