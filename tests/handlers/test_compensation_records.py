@@ -25,11 +25,13 @@ MESSAGE_ID = RECORD["messageId"]
 @pytest.fixture
 def logs() -> Iterator[io.StringIO]:
     """What the Powertools Logger writes (its handler keeps the stream it started with, so capsys cannot see it)."""
-    handler = logger.registered_handler
-    stream = io.StringIO()
-    previous = handler.setStream(stream)  # type: ignore[attr-defined]
+    handler: Any = logger.registered_handler
+    # Swapped, not setStream(): that flushes the old stream, which a previous in-process pytest session (mutmut's)
+    # may have closed.
+    stream, previous = io.StringIO(), handler.stream
+    handler.stream = stream
     yield stream
-    handler.setStream(previous)  # type: ignore[attr-defined]
+    handler.stream = previous
 
 
 def logged(logs: io.StringIO, message: str) -> dict[str, Any]:
