@@ -193,6 +193,15 @@ def test_a_shipments_task_output_names_its_id_carrier_status_and_attempt() -> No
     }
 
 
+def test_a_reservations_task_output_lists_each_line_by_sku_and_quantity() -> None:
+    reservation = Reservation("ord-1", "msg-1", RESERVED, (("SKU-A", 2), ("SKU-B", 1)))
+    assert reservation.as_output() == {
+        "status": RESERVED,
+        "attemptId": "msg-1",
+        "items": [{"sku": "SKU-A", "quantity": 2}, {"sku": "SKU-B", "quantity": 1}],
+    }
+
+
 # --- Writes: the exact rows -------------------------------------------------------------------------------------
 
 

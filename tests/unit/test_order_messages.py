@@ -106,3 +106,12 @@ def test_a_pattern_without_a_hint_still_says_the_format_is_wrong() -> None:
         {"type": "string_pattern_mismatch", "loc": ("note",), "input": "x", "ctx": {"pattern": "^[0-9]+$"}}
     )
     assert describe(error) == "invalid order: note: has an unexpected format"
+
+
+@pytest.mark.parametrize(("kind", "needed"), [("json_invalid", "error"), ("string_pattern_mismatch", "pattern")])
+def test_pydantic_cannot_report_a_bad_json_or_pattern_without_the_context_describe_reads(
+    kind: str, needed: str
+) -> None:
+    # describe() reads ctx.error and ctx.pattern without a default: this is the guarantee it relies on.
+    with pytest.raises(TypeError, match=f"'{needed}' required in context"):
+        validation_error({"type": kind, "loc": ("field",), "input": "x"})
