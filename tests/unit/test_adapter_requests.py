@@ -366,3 +366,21 @@ def test_the_fingerprint_of_an_order_is_stable_across_deployments() -> None:
     order = {"orderId": "ord-1", "name": "Zoë", "items": [{"sku": "A", "quantity": 1}]}
     canonical = '{"items":[{"quantity":1,"sku":"A"}],"name":"Zo\\u00eb","orderId":"ord-1"}'
     assert fingerprint(order) == hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def test_a_first_claim_puts_the_owners_row_only_if_the_order_has_none(stub: Stubber) -> None:
+    claim = DynamoDBOrderLedger(client_of(stub), "Orders").claim_item(ORDER, "fp", ATTEMPT, ARN, None)
+    assert claim == {
+        "Put": {
+            "TableName": "Orders",
+            "Item": {
+                "orderId": {"S": ORDER},
+                "fingerprint": {"S": "fp"},
+                "attemptId": {"S": ATTEMPT},
+                "executionArn": {"S": ARN},
+                "status": {"S": ACTIVE},
+                "claimedAt": {"N": str(NOW)},
+            },
+            "ConditionExpression": "attribute_not_exists(orderId)",
+        }
+    }
