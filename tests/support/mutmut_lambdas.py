@@ -44,6 +44,7 @@ def main() -> int:
 
     if sys.argv[1:2] != ["run"] or os.environ.get("FF_TEST_CLOUD_ASSEMBLY"):
         return int(cli() or 0)
+    os.environ["FF_MUTATION_RUN"] = "1"  # tests/conftest.py: unit tests first
     with tempfile.TemporaryDirectory(prefix="mutmut-cdk-") as outdir:
         os.environ["FF_TEST_CLOUD_ASSEMBLY"] = str(synthesize_once(Path(outdir)))
         return int(cli() or 0)
