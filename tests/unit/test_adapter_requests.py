@@ -384,3 +384,69 @@ def test_a_first_claim_puts_the_owners_row_only_if_the_order_has_none(stub: Stub
             "ConditionExpression": "attribute_not_exists(orderId)",
         }
     }
+
+
+def test_a_reservation_takes_each_line_from_stock_and_claims_the_order_in_one_transaction(stub: Stubber) -> None:
+    client = client_of(stub)
+    claim = DynamoDBOrderLedger(client, "Orders").claim_item(ORDER, "fp", ATTEMPT, ARN, None)
+    take = {
+        "Update": {
+            "TableName": "Inventory",
+            "Key": {"sku": {"S": "SKU-A"}},
+            "UpdateExpression": "SET available = available - :q",
+            "ConditionExpression": "available >= :q",
+            "ExpressionAttributeValues": {":q": {"N": "2"}},
+        }
+    }
+    record = {
+        "Put": {
+            "TableName": "Reservations",
+            "Item": {
+                "orderId": {"S": ORDER},
+                "attemptId": {"S": ATTEMPT},
+                "status": {"S": RESERVED},
+                "items": {"L": [{"M": {"sku": {"S": "SKU-A"}, "quantity": {"N": "2"}}}]},
+                "reservedAt": {"N": str(NOW)},
+            },
+            "ConditionExpression": "attribute_not_exists(orderId) OR #status = :released",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {":released": {"S": "RELEASED"}},
+        }
+    }
+    stub.add_response("transact_write_items", {}, {"TransactItems": [take, record, claim]})
+    inventory = DynamoDBInventory(client, "Inventory", "Reservations")
+    assert inventory.reserve(ORDER, ATTEMPT, [("SKU-A", 2)], claim) == (
+        Reservation(ORDER, ATTEMPT, RESERVED, (("SKU-A", 2),)),
+        True,
+    )
+
+
+def test_a_throttled_reservation_is_transient_and_says_what_failed(stub: Stubber) -> None:
+    stub.add_client_error("transact_write_items", service_error_code="ThrottlingException", http_status_code=400)
+    with pytest.raises(TransientError) as raised:
+        reserve_one_line(stub)
+    assert str(raised.value) == "reserving stock failed transiently (ThrottlingException); safe to retry"
+
+
+def test_a_take_over_claims_a_compensated_order_from_its_previous_owner_only(stub: Stubber) -> None:
+    previous = OrderEntry(ORDER, "fp", "msg-0", "arn:exec-0", COMPENSATED)
+    claim = DynamoDBOrderLedger(client_of(stub), "Orders").claim_item(ORDER, "fp", ATTEMPT, ARN, previous)
+    assert claim == {
+        "Update": {
+            "TableName": "Orders",
+            "Key": {"orderId": {"S": ORDER}},
+            "UpdateExpression": "SET attemptId = :attempt, executionArn = :execution, #status = :active, "
+            "claimedAt = :now",
+            "ConditionExpression": "#status = :compensated AND attemptId = :previous AND fingerprint = :fp",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {
+                ":attempt": {"S": ATTEMPT},
+                ":execution": {"S": ARN},
+                ":active": {"S": ACTIVE},
+                ":compensated": {"S": COMPENSATED},
+                ":previous": {"S": "msg-0"},
+                ":fp": {"S": "fp"},
+                ":now": {"N": str(NOW)},
+            },
+        }
+    }
