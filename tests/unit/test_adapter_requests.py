@@ -450,3 +450,18 @@ def test_a_take_over_claims_a_compensated_order_from_its_previous_owner_only(stu
             },
         }
     }
+
+
+def test_the_ledger_is_read_strongly_consistent(stub: Stubber) -> None:
+    # decide() acts on this read right after another attempt may have claimed the order: a stale row would let it in.
+    row = {
+        "orderId": {"S": ORDER},
+        "fingerprint": {"S": "fp"},
+        "attemptId": {"S": ATTEMPT},
+        "executionArn": {"S": ARN},
+        "status": {"S": ACTIVE},
+    }
+    stub.add_response(
+        "get_item", {"Item": row}, {"TableName": "Orders", "Key": {"orderId": {"S": ORDER}}, "ConsistentRead": True}
+    )
+    assert DynamoDBOrderLedger(client_of(stub), "Orders").find(ORDER) == ENTRY
