@@ -136,9 +136,10 @@ wide: install ## the wider searches that do not fit the suite: property tests at
 .PHONY: mutation
 mutation: install ## mutation testing (mutmut) of the saga's core modules against tests/unit and tests/handlers; slow, not in make test
 	rm -rf mutants
-	$(RUN) python tests/support/mutmut_lambdas.py run --max-children 1
+	start=$$(date +%s); nice -n 10 $(RUN) python tests/support/mutmut_lambdas.py run --max-children 1 && \
+	  echo $$(( $$(date +%s) - start )) > mutation-seconds.txt
 	$(RUN) python tests/support/mutmut_lambdas.py results --all true > mutation-results.txt || true
-	$(RUN) python tests/support/mutation_table.py mutation-results.txt
+	$(RUN) python tests/support/mutation_table.py mutation-results.txt --seconds $$(cat mutation-seconds.txt)
 
 .PHONY: bench
 bench: synth ## measure transitions, cost, cold starts, synth, throughput and the AWS ceiling (docs/performance.md), then make wide

@@ -21,6 +21,7 @@ if str(ROOT) not in sys.path:  # run as a script: make the repository root impor
 
 from bench import coldstart, demo_run, machine, paths, synth, throughput  # noqa: E402
 from bench.report import Run, render  # noqa: E402
+from tests.support.mutation_table import carried_over  # noqa: E402
 
 
 def _step(message: str) -> None:
@@ -69,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite)
     run.seconds = time.perf_counter() - started
     run.commit_after = machine.commit()
-    args.out.write_text(render(run), encoding="utf-8")
+    previous = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    args.out.write_text(carried_over(render(run), previous), encoding="utf-8")  # make mutation's section stays
     _step(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out} "
           f"in {run.seconds:.0f} s")
     return 0

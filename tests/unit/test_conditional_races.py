@@ -10,26 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
-from types import SimpleNamespace
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from common import inventory as inventory_module
-from common import order_ledger as ledger_module
-from common import payments as payments_module
-from common import shipments as shipments_module
-from common import status_change as status_change_module
 from common.errors import DuplicateOrder, OutOfStock, TransientError
 from common.inventory import RELEASED, RESERVED, ClaimLost, DynamoDBInventory, Reservation
 from common.order_ledger import DynamoDBOrderLedger
 from common.payments import CHARGED, REFUNDED, ChargeRequest, LedgerPaymentProvider
 from common.shipments import ARRANGED, CANCELLED, DynamoDBShipments
+from tests.support.stubbed_dynamodb import NOW, client_of, stubbed
 
-NOW = 1_767_225_600
 ORDER, ATTEMPT, OTHER = "ord-1", "msg-1", "msg-0"
 LINES = [("SKU-A", 2), ("SKU-B", 1)]
 CCF = {"Code": "ConditionalCheckFailed"}
@@ -38,18 +31,7 @@ NONE = {"Code": "None"}
 
 @pytest.fixture
 def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    clock = SimpleNamespace(time=lambda: NOW + 0.75)  # a fraction, so int() is needed to make a valid N
-    for module in (inventory_module, ledger_module, payments_module, shipments_module, status_change_module):
-        monkeypatch.setattr(module, "time", clock)
-    client = boto3.client("dynamodb", region_name="us-east-1")
-    with Stubber(client) as stubber:
-        yield stubber
-        stubber.assert_no_pending_responses()
-
-
-def client_of(stub: Stubber) -> Any:
-    """The stubbed DynamoDB client (typed Any: boto3 returns a BaseClient to the type checker)."""
-    return stub.client
+    yield from stubbed(monkeypatch)
 
 
 def cancelled(stub: Stubber, *reasons: dict[str, str]) -> None:

@@ -128,7 +128,8 @@ def describe(error: ValidationError, limit: int = 5) -> str:
     for detail in error.errors(include_url=False, include_input=False)[:limit]:
         where = _location(detail["loc"])
         if detail["type"] == "json_invalid":
-            problems.append(f"body is not valid JSON ({detail.get('ctx', {}).get('error', 'unparseable')})")
+            # pydantic-core cannot build a json_invalid error without ctx.error (tests/unit/test_order_messages.py).
+            problems.append(f"body is not valid JSON ({detail['ctx']['error']})")
         elif detail["type"] == "model_type" and not detail["loc"]:
             problems.append("body must be a JSON object with orderId, customerId, items, payment, shippingAddress")
         else:
@@ -151,5 +152,6 @@ def _message(detail: Any) -> str:
     if detail["type"] == "missing":
         return "required field is missing"
     if detail["type"] == "string_pattern_mismatch":
-        return PATTERN_HINTS.get(str(detail.get("ctx", {}).get("pattern")), "has an unexpected format")
+        # Nor a pattern mismatch without ctx.pattern; a pattern without a hint still gets a message.
+        return PATTERN_HINTS.get(str(detail["ctx"]["pattern"]), "has an unexpected format")
     return str(detail["msg"]).removeprefix("Value error, ")
