@@ -3,6 +3,8 @@ an effect once however often a step runs, and DynamoDB requests that real Dynamo
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from contextlib import ExitStack
 from typing import Any
@@ -249,3 +251,38 @@ def test_every_request_of_a_saga_is_one_dynamodb_accepts(account: Account, lambd
     assert rules.requests > 10
     if plan in {"recovers:charge:after", "recovers:ship:after"}:
         assert rules.explaining_reads >= 1
+
+
+def test_a_throttled_idempotency_store_is_transient_and_says_which_store_and_why(
+    account: Account, lambda_context: Any
+) -> None:
+    runs: list[int] = []
+    with (
+        faults("put_item", "ThrottlingException", table=account.idempotency_table),
+        pytest.raises(TransientError) as raised,
+    ):
+        run_once(
+            StepKey("ord-1", "ReserveInventory", "msg-1"),
+            lambda: recording(runs, 1, {}),
+            settings=settings_of(account),
+            context=lambda_context,
+        )
+    # The state machine retries it; the operator reading the cause learns what failed and with which AWS error.
+    assert str(raised.value) == "idempotency store failed transiently (ThrottlingException); safe to retry"
+    assert isinstance(raised.value.__cause__, IdempotencyPersistenceLayerError)
+    assert runs == []
+
+
+def test_the_idempotency_record_of_a_step_is_found_again_after_a_deploy(account: Account, lambda_context: Any) -> None:
+    # The record's id is Powertools' hash of the key payload: a redrive after a new deploy must land on the same
+    # record, so the payload (its field names included) is part of the stored contract, not an implementation detail.
+    key = StepKey("ord-1", "ChargePayment", "msg-1")
+    assert key.as_payload() == {"orderId": "ord-1", "step": "ChargePayment", "attemptId": "msg-1"}
+    run_once(key, lambda: {"done": True}, settings=settings_of(account), context=lambda_context)
+    (record,) = idempotency_records(account)
+    # Powertools hashes what KEY_JMESPATH selects ([orderId, step, attemptId]) as JSON, with MD5 by default.
+    selected = ["ord-1", "ChargePayment", "msg-1"]
+    digest = hashlib.md5(  # noqa: S324 - Powertools' default hash function for the key, not a security use
+        json.dumps(selected, sort_keys=True).encode(), usedforsecurity=False
+    ).hexdigest()
+    assert record["id"]["S"].endswith(f"#{digest}")
