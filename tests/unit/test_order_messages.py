@@ -115,3 +115,11 @@ def test_pydantic_cannot_report_a_bad_json_or_pattern_without_the_context_descri
     # describe() reads ctx.error and ctx.pattern without a default: this is the guarantee it relies on.
     with pytest.raises(TypeError, match=f"'{needed}' required in context"):
         validation_error({"type": kind, "loc": ("field",), "input": "x"})
+
+
+@pytest.mark.parametrize(("body", "kind"), [(123, "int"), (None, "NoneType"), ({"orderId": "o-1"}, "dict")])
+def test_a_body_that_is_not_text_names_the_type_it_was(body: object, kind: str) -> None:
+    # A task input whose body is not a string (a hand-built event, a broken redrive) says what it got instead.
+    with pytest.raises(InvalidOrder) as raised:
+        parse_order(body)
+    assert str(raised.value) == f"order body must be a JSON string, got {kind}"
