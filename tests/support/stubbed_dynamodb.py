@@ -14,6 +14,22 @@ from common import inventory, order_ledger, payments, shipments, status_change
 from fire_and_forget import deliveries
 
 NOW = 1_767_225_600
+# The order and attempt every stubbed request names, and the cancellation reasons TransactWriteItems reports.
+ORDER, ATTEMPT = "ord-1", "msg-1"
+CCF = {"Code": "ConditionalCheckFailed"}
+NONE = {"Code": "None"}
+
+
+def charge_item(status: str) -> dict[str, Any]:
+    """The payments row of ORDER's charge by ATTEMPT, in `status`, as DynamoDB returns it."""
+    return {
+        "pk": {"S": f"ORDER#{ORDER}"},
+        "chargeId": {"S": "ch_1"},
+        "attemptId": {"S": ATTEMPT},
+        "amount": {"N": "25.00"},
+        "currency": {"S": "USD"},
+        "status": {"S": status},
+    }
 
 
 def stubbed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:

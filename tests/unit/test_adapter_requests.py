@@ -19,11 +19,9 @@ from common.payments import CHARGED, REFUNDED, Charge, ChargeRequest, LedgerPaym
 from common.shipments import ARRANGED, CANCELLED, DynamoDBShipments, Shipment
 from fire_and_forget.deliveries import DynamoDBDeliveryClaims
 from tests.support import events
-from tests.support.stubbed_dynamodb import NOW, client_of, stubbed
+from tests.support.stubbed_dynamodb import ATTEMPT, CCF, NONE, NOW, ORDER, charge_item, client_of, stubbed
 
-ORDER, ATTEMPT, ARN = "ord-1", "msg-1", "arn:exec"
-CCF = {"Code": "ConditionalCheckFailed"}
-NONE = {"Code": "None"}
+ARN = "arn:exec"
 ADDRESS = {"country": "JP", "city": "Tokyo"}
 REQUEST = ChargeRequest(ORDER, "c-1", ATTEMPT, Decimal("25.00"), "USD", "tok_visa")
 ENTRY = OrderEntry(ORDER, "fp", ATTEMPT, ARN, ACTIVE)
@@ -49,17 +47,6 @@ def shipment_item(status: str) -> dict[str, Any]:
         "attemptId": {"S": ATTEMPT},
         "carrier": {"S": "yamato"},
         "address": {"M": {field: {"S": value} for field, value in ADDRESS.items()}},
-        "status": {"S": status},
-    }
-
-
-def charge_item(status: str) -> dict[str, Any]:
-    return {
-        "pk": {"S": f"ORDER#{ORDER}"},
-        "chargeId": {"S": "ch_1"},
-        "attemptId": {"S": ATTEMPT},
-        "amount": {"N": "25.00"},
-        "currency": {"S": "USD"},
         "status": {"S": status},
     }
 

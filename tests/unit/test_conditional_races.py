@@ -21,12 +21,10 @@ from common.inventory import RELEASED, RESERVED, ClaimLost, DynamoDBInventory, R
 from common.order_ledger import DynamoDBOrderLedger
 from common.payments import CHARGED, REFUNDED, ChargeRequest, LedgerPaymentProvider
 from common.shipments import ARRANGED, CANCELLED, DynamoDBShipments
-from tests.support.stubbed_dynamodb import NOW, client_of, stubbed
+from tests.support.stubbed_dynamodb import ATTEMPT, CCF, NONE, NOW, ORDER, charge_item, client_of, stubbed
 
-ORDER, ATTEMPT, OTHER = "ord-1", "msg-1", "msg-0"
+OTHER = "msg-0"
 LINES = [("SKU-A", 2), ("SKU-B", 1)]
-CCF = {"Code": "ConditionalCheckFailed"}
-NONE = {"Code": "None"}
 
 
 @pytest.fixture
@@ -183,17 +181,6 @@ def test_release_cancelled_for_any_other_reason_is_an_error_not_nothing_to_relea
 
 
 # --- ChargePayment: the charge's condition failed ----------------------------------------------------------------
-
-
-def charge_item(status: str) -> dict[str, Any]:
-    return {
-        "pk": {"S": f"ORDER#{ORDER}"},
-        "chargeId": {"S": "ch_1"},
-        "attemptId": {"S": ATTEMPT},
-        "amount": {"N": "25.00"},
-        "currency": {"S": "USD"},
-        "status": {"S": status},
-    }
 
 
 def test_a_charge_already_made_is_returned_as_not_created(stub: Stubber) -> None:
