@@ -13,7 +13,7 @@ TOOLS := .tools
 UV_VERSION := 0.13.8
 NODE_VERSION := 22.23.5
 NODE_MIN_MAJOR := 22
-# The Lambda runtime's minor version (stacks/constructs/saga_tasks.py RUNTIME): the venv runs the tests on it.
+# The Lambda runtime's minor version (stacks/fire_and_forget/code.py RUNTIME): the venv runs the tests on it.
 PYTHON_MINOR := 3.13
 # Node from .tools first for every target, including the jsii child process of the in-process synth in pytest.
 export PATH := $(CURDIR)/$(TOOLS)/node/bin:$(PATH)
@@ -52,7 +52,7 @@ $(TOOLS)/uv/bin/uv: | $(TOOLS)/python
 	@[ "$(UV)" != "$(TOOLS)/uv/bin/uv" ] || $(MAKE) --no-print-directory $(TOOLS)/uv/bin/uv
 	$(UV) sync --frozen --python "$$(cat $(TOOLS)/python)"
 	@# Build the Lambda layer once: uv's cache then holds its arm64 wheels, so later synths work offline.
-	@rm -rf $(TOOLS)/layer && .venv/bin/python -m stacks.constructs.dependencies_layer $(TOOLS)/layer >/dev/null
+	@rm -rf $(TOOLS)/layer && .venv/bin/python -m stacks.fire_and_forget.dependencies_layer $(TOOLS)/layer >/dev/null
 	@touch $@
 
 # Node $(NODE_MIN_MAJOR)+ is required (package.json engines); an older machine Node gets the official binary locally.
