@@ -133,12 +133,14 @@ class LambdaRuntime:
 
     @contextmanager
     def _invocation_environment(self, function: Any) -> Iterator[io.StringIO]:
-        saved = dict(os.environ)
-        os.environ.update(function.environment_vars or {})
         # What the Lambda runtime adds to every function's environment.
-        os.environ.update(AWS_LAMBDA_FUNCTION_NAME=function.function_name,
-                          AWS_LAMBDA_FUNCTION_MEMORY_SIZE=str(function.memory_size),
-                          AWS_REGION=function.region, AWS_DEFAULT_REGION=function.region)
+        wanted = {**(function.environment_vars or {}), "AWS_LAMBDA_FUNCTION_NAME": function.function_name,
+                  "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_size), "AWS_REGION": function.region,
+                  "AWS_DEFAULT_REGION": function.region}
+        # Only these keys are set and put back: other threads (the pipe, other executions) keep reading a whole
+        # environment, never an emptied one (os.environ.clear() would leave them without credentials or region).
+        saved = {key: os.environ.get(key) for key in wanted}
+        os.environ.update(wanted)
         output = io.StringIO()
         # EMF metrics are print()ed; Powertools Logger writes to the stream its handler was created with.
         streams = _stream_handlers()
@@ -149,8 +151,11 @@ class LambdaRuntime:
         finally:
             for handler, stream in saved_streams:
                 handler.setStream(stream)
-            os.environ.clear()
-            os.environ.update(saved)
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
     def _handler(self, function: Any) -> Any:
         asset = self._assets[function.code["S3Key"]]
