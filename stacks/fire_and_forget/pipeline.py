@@ -18,7 +18,6 @@ from constructs import Construct, IValidation
 
 from stacks.contract import HANDLED_FAILURE_ERROR
 from stacks.fire_and_forget.alert_path import AlertPath
-from stacks.fire_and_forget.defaults import removal_policy
 from stacks.fire_and_forget.execution_events import ExecutionEvents
 from stacks.fire_and_forget.failure_handling import FailureHandling
 from stacks.fire_and_forget.messaging_key import MessagingKey
@@ -29,6 +28,7 @@ from stacks.fire_and_forget.operator_policy import OperatedResources, OperatorPo
 from stacks.fire_and_forget.pipe import InvocationType, Pipe
 from stacks.fire_and_forget.settings import PipelineSettings
 from stacks.fire_and_forget.source_queue import SourceQueue
+from stacks.fire_and_forget.task_resources import encrypted_table
 from stacks.fire_and_forget.workflow import WiringError, Workflow, WorkflowStateMachine
 
 # The outputs ff-ops and the offline rehearsal find a pipeline by (ops/stack.py reads them by these keys).
@@ -197,19 +197,8 @@ class FireAndForgetPipeline(Construct):
 
     def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
         """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""
-        table = dynamodb.Table(
-            self,
-            "DeliveriesTable",
-            partition_key=dynamodb.Attribute(name="messageId", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
-            encryption_key=self.key,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            time_to_live_attribute="expiresAt",
-            removal_policy=removal_policy(props.settings),
-        )
+        table = encrypted_table(self, "DeliveriesTable", partition_key="messageId", key=self.key,
+                                settings=props.settings, ttl_attribute="expiresAt")
         claimer = props.workflow.functions[props.workflow.claims_delivery]
         table.grant_read_write_data(claimer)
         claimer.add_environment("DELIVERIES_TABLE_NAME", table.table_name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +122,14 @@ def apply_settings(definition: dict[str, Any], settings: PipelineSettings, compe
                 )
 
 
+@cache
+def _tail_text() -> str:
+    return TAIL_FILE.read_text(encoding="utf-8")
+
+
 def failure_tail() -> dict[str, Any]:
-    """The construct's own states, appended to every workflow."""
-    tail: dict[str, Any] = json.loads(TAIL_FILE.read_text(encoding="utf-8"))
+    """The construct's own states, appended to every workflow (a fresh copy each call: callers may change it)."""
+    tail: dict[str, Any] = json.loads(_tail_text())
     return dict(tail["States"])
 
 
@@ -138,7 +144,8 @@ def check_wiring(definition: dict[str, Any], *, claims_delivery: str, source: st
     """Refuse, before anything is deployed, a workflow that could fail without the failure tail knowing."""
     states: dict[str, Any] = definition.get("States", {})
     problems: list[str] = []
-    taken = sorted(set(states) & set(failure_tail()))
+    tail = failure_tail()
+    taken = sorted(set(states) & set(tail))
     if taken:
         problems.append(f"states {', '.join(taken)} bear names of the construct's failure tail: rename them")
     if not any(FAILURE_ENTRY in _targets(state) for state in states.values()):
@@ -161,7 +168,7 @@ def _state_problems(name: str, state: dict[str, Any], states: dict[str, Any]) ->
     kind = state.get("Type")
     if kind not in CATCHING_TYPES:
         return problems
-    if kind == "Task" and "TimeoutSeconds" not in state and "TimeoutSecondsPath" not in state:
+    if kind == "Task" and _lacks_timeout(state):
         problems.append(f"Task {name!r} has no TimeoutSeconds: a hung call would hold the execution for a year")
     catch_all = [c for c in state.get("Catch", []) if "States.ALL" in c.get("ErrorEquals", [])]
     if not catch_all:
@@ -172,10 +179,14 @@ def _state_problems(name: str, state: dict[str, Any], states: dict[str, Any]) ->
     # Inside a Parallel or a Map, the enclosing state's Catch sees a branch's failure; a Task there still
     # needs its own timeout.
     for inner_name, inner in _nested_states(state):
-        if inner.get("Type") == "Task" and "TimeoutSeconds" not in inner and "TimeoutSecondsPath" not in inner:
+        if inner.get("Type") == "Task" and _lacks_timeout(inner):
             problems.append(f"Task {inner_name!r} (inside {name!r}) has no TimeoutSeconds: a hung call would hold "
                             "the execution for a year")
     return problems
+
+
+def _lacks_timeout(task: dict[str, Any]) -> bool:
+    return "TimeoutSeconds" not in task and "TimeoutSecondsPath" not in task
 
 
 def _nested_states(state: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
