@@ -17,8 +17,10 @@ from offline.assembly import CloudAssembly
 ACCOUNT = "123456789012"  # moto's default account
 # What `cdk bootstrap` writes into the account: the template checks this version parameter at deploy time.
 BOOTSTRAP_VERSION = "30"
-# Resource types moto's CloudFormation cannot create; the rehearsal runs them itself (offline/pipe.py).
-EMULATED_TYPES = ("AWS::Pipes::Pipe",)
+# Resource types the rehearsal runs itself instead of moto's CloudFormation: the pipe (offline/pipe.py), which moto
+# cannot create; event source mappings (offline/event_sources.py), which moto would run on every SendMessage, one
+# fake record at a time; schedules (offline/schedules.py), which moto has no model for.
+EMULATED_TYPES = ("AWS::Pipes::Pipe", "AWS::Lambda::EventSourceMapping", "AWS::Scheduler::Schedule")
 _SUBSTITUTION = re.compile(r"\$\{(\w+)\}")
 
 

@@ -1,0 +1,108 @@
+"""A tiny CDK app with the resource types the emulators run: an SQS event source mapping and two schedules.
+
+It has the shape issue 13's healing resources have (a failure-events queue with a redrive policy consumed by a
+Reconciler, a sweep and a redrive tick on EventBridge Scheduler), without the pipeline around it, so the emulators
+are tested on what CDK really writes for `SqsEventSource` and `aws_scheduler.Schedule` + `LambdaInvoke`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_scheduler_targets as targets
+from aws_cdk import aws_sqs as sqs
+
+STACK_NAME = "HealingProbe"
+PROBE_CODE = Path(__file__).parent / "probe_function"
+MAX_RECEIVE_COUNT = 3
+SWEEP_MINUTES = 15
+TICK_MINUTES = 5
+TICK_RETRY_ATTEMPTS = 2
+REDRIVER_ASYNC_RETRIES = 1
+SWEEP_INPUT = {"sweep": {"time": scheduler.ContextAttribute.scheduled_time}}
+TICK_INPUT = {
+    "time": scheduler.ContextAttribute.scheduled_time,
+    "executionId": scheduler.ContextAttribute.execution_id,
+    "attempt": scheduler.ContextAttribute.attempt_number,
+    "schedule": scheduler.ContextAttribute.schedule_arn,
+}
+
+
+class ProbeStack(cdk.Stack):
+    def __init__(self, scope: cdk.App, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        observations = sqs.Queue(self, "Observations")
+        reconciler_dlq = sqs.Queue(self, "ReconcilerDlq")
+        failure_events = sqs.Queue(
+            self,
+            "FailureEvents",
+            visibility_timeout=cdk.Duration.seconds(60),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=reconciler_dlq, max_receive_count=MAX_RECEIVE_COUNT),
+        )
+        tick_dlq = sqs.Queue(self, "TickDlq")
+        async_failures = sqs.Queue(self, "AsyncFailures")
+        code = lambda_.Code.from_asset(str(PROBE_CODE))
+        environment = {"OBSERVATIONS_QUEUE_URL": observations.queue_url}
+        reconciler = lambda_.Function(
+            self,
+            "ReconcilerFunction",
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            handler="probe.handler.handle",
+            code=code,
+            environment=environment,
+            timeout=cdk.Duration.seconds(30),
+        )
+        redriver = lambda_.Function(
+            self,
+            "RedriverFunction",
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            handler="probe.handler.handle",
+            code=code,
+            environment=environment,
+            timeout=cdk.Duration.seconds(30),
+            retry_attempts=REDRIVER_ASYNC_RETRIES,
+            on_failure=destinations.SqsDestination(async_failures),
+        )
+        observations.grant_send_messages(reconciler)
+        observations.grant_send_messages(redriver)
+        reconciler.add_event_source(
+            event_sources.SqsEventSource(failure_events, batch_size=10, report_batch_item_failures=True)
+        )
+        scheduler.Schedule(
+            self,
+            "SweepSchedule",
+            schedule=scheduler.ScheduleExpression.rate(cdk.Duration.minutes(SWEEP_MINUTES)),
+            target=targets.LambdaInvoke(reconciler, input=scheduler.ScheduleTargetInput.from_object(SWEEP_INPUT)),
+        )
+        scheduler.Schedule(
+            self,
+            "RedriveTickSchedule",
+            schedule=scheduler.ScheduleExpression.rate(cdk.Duration.minutes(TICK_MINUTES)),
+            target=targets.LambdaInvoke(
+                redriver,
+                input=scheduler.ScheduleTargetInput.from_object(TICK_INPUT),
+                retry_attempts=TICK_RETRY_ATTEMPTS,
+                max_event_age=cdk.Duration.hours(1),
+                dead_letter_queue=tick_dlq,
+            ),
+        )
+        for key, value in {
+            "ObservationsQueueUrl": observations.queue_url,
+            "FailureEventsQueueUrl": failure_events.queue_url,
+            "ReconcilerDlqUrl": reconciler_dlq.queue_url,
+            "TickDlqUrl": tick_dlq.queue_url,
+            "AsyncFailuresQueueUrl": async_failures.queue_url,
+        }.items():
+            cdk.CfnOutput(self, key, value=value)
+
+
+def synthesize(outdir: Path) -> Path:
+    """Synthesize the probe app into `outdir`; returns the cloud assembly directory."""
+    app = cdk.App(outdir=str(outdir))
+    ProbeStack(app, STACK_NAME)
+    return Path(app.synth().directory)
