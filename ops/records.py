@@ -37,6 +37,10 @@ class FailureRecord:
     body: str  # the original message body, unchanged
     message_attributes: dict[str, Any]  # the original message attributes, as the pipe's record holds them
     record: dict[str, Any]  # the whole SQS record the execution started with
+    # What the execution ended as: FAILED for the failure tail's records; the reconciler's records say TIMED_OUT,
+    # ABORTED or FAILED, and `reconciliation` holds how it was reconciled (None for the tail's own records).
+    status: str = "FAILED"
+    reconciliation: dict[str, Any] | None = None
 
     def send_attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
         """The original message attributes in SendMessage's shape (the record holds them in the event shape);
@@ -67,6 +71,7 @@ def parse(message: MessageTypeDef, key_field: str = DEFAULT_KEY_FIELD) -> Failur
     if problem is not None:
         return UnrecognizedMessage(message_id, receipt, problem, body[:PREVIEW_CHARS])
     record, failure = document["record"], document["failure"]
+    reconciliation = document.get("reconciliation") if isinstance(document.get("reconciliation"), dict) else None
     return FailureRecord(
         message_id=message_id,
         receipt_handle=receipt,
@@ -83,6 +88,8 @@ def parse(message: MessageTypeDef, key_field: str = DEFAULT_KEY_FIELD) -> Failur
         body=record["body"],
         message_attributes=record.get("messageAttributes") or {},
         record=record,
+        status=_str((reconciliation or {}).get("status")) or "FAILED",
+        reconciliation=reconciliation,
     )
 
 

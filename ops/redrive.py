@@ -5,6 +5,11 @@ DLQ with the latest receipt handle. An interruption before the send leaves the m
 send and the delete it leaves it in both places: a duplicate, which the idempotent handlers absorb (a redriven
 message gets a new SQS messageId, a new workflow attempt, and the domain guards find the work already done). Nothing
 is ever lost. Messages read but not redriven are made visible again (ops/dlq.py).
+
+The automatic redrive (lambdas/healing/auto_redrive.py) runs this same code inside the Redriver function: it
+chooses the due records with `RedriveRequest.choose` and adds the attempt count with `RedriveRequest.extra_attributes`.
+The modules it needs (this one, ops/dlq.py, ops/records.py, ops/errors.py) import only botocore and the standard
+library, and are copied into the function's asset (stacks/fire_and_forget/code.py).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ops.records import DEFAULT_KEY_FIELD, FailureRecord, Selection, Unrecognize
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
 
 class Action(StrEnum):
@@ -74,6 +80,10 @@ class RedriveRequest:
     wait_seconds: int | None = None
     batch_size: int = 10  # messages per receive (SQS's maximum); each batch is sent and deleted before the next
     key_field: str = DEFAULT_KEY_FIELD  # the body field --key selects by (the stack's MessageKeyField)
+    # The automatic path: which selected records to redrive now (the others are left untouched, unreported), and
+    # the attributes to add to the message sent back (the attempt count).
+    choose: Callable[[FailureRecord], bool] | None = None
+    extra_attributes: Callable[[FailureRecord], dict[str, MessageAttributeValueTypeDef]] | None = None
 
 
 def redrive_failures(sqs: SQSClient, dlq_url: str, source_url: str, request: RedriveRequest,
@@ -109,22 +119,33 @@ def _handle(sqs: SQSClient, held: HeldMessages, parsed: FailureRecord | Unrecogn
         if not request.selection.is_everything:
             return None
         return Outcome(parsed.message_id, None, None, Action.UNRECOGNIZED, reason=parsed.reason)
-    if not request.selection.matches(parsed):
+    if not request.selection.matches(parsed) or (request.choose is not None and not request.choose(parsed)):
         return None
     if parsed.manual_repair and not request.force:
         return _outcome(parsed, Action.REFUSED_MANUAL_REPAIR,
                         reason="a compensation failed: repair the work by hand, then redrive with --force")
     if request.dry_run:
         return _outcome(parsed, Action.WOULD_REDRIVE)
-    return _send_then_delete(sqs, held, parsed, source_url)
+    return _send_then_delete(sqs, held, parsed, source_url, request)
 
 
-def _send_then_delete(sqs: SQSClient, held: HeldMessages, record: FailureRecord, source_url: str) -> Outcome:
+# SQS: "Each message can have up to 10 metadata attributes" (sqs-message-metadata.html).
+MAX_MESSAGE_ATTRIBUTES = 10
+
+
+def _send_then_delete(sqs: SQSClient, held: HeldMessages, record: FailureRecord, source_url: str,
+                      request: RedriveRequest) -> Outcome:
     try:
         attributes = record.send_attributes()
     except UnsendableAttribute as error:
         # Sending it without the attribute would change the message; SQS refuses it with an empty one.
         return _outcome(record, Action.SEND_FAILED, reason=f"UnsendableAttribute: {error}")
+    if request.extra_attributes is not None:
+        attributes = {**attributes, **request.extra_attributes(record)}
+        if len(attributes) > MAX_MESSAGE_ATTRIBUTES:
+            return _outcome(record, Action.SEND_FAILED,
+                            reason=f"the message already has {len(record.message_attributes)} attributes: no room "
+                                   f"for the redrive's own (SQS allows {MAX_MESSAGE_ATTRIBUTES})")
     try:
         if attributes:
             sent = sqs.send_message(QueueUrl=source_url, MessageBody=record.body, MessageAttributes=attributes)

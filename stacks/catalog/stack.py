@@ -71,6 +71,7 @@ class CatalogStack(Stack):
                 metrics=CATALOG_METRICS,
                 settings=settings,
                 key=key,
+                layer=layer,
                 outputs={"SearchIndexTableName": index.table_name},
             ),
         )

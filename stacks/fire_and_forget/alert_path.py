@@ -18,7 +18,8 @@ ALERT_PATH_ALARMS = (
     "RuleFailedInvocations",
     "RuleTargetDlqNotEmpty",
     "UndeliveredAlertsDlqNotEmpty",
-    "AnnouncementsFailed",
+    "ReconcilerDlqNotEmpty",
+    "ReconcilerErrors",
     "AlertsTopicNotificationsFailed",
 )
 ALARMS_PRINCIPAL = "cloudwatch.amazonaws.com"

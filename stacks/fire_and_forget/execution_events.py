@@ -1,22 +1,19 @@
-"""The EventBridge rule that announces the failures Catch cannot see: timeouts, aborts, unhandled errors."""
+"""The EventBridge rule that hands what Catch cannot see (timeouts, aborts, unhandled errors) to the reconciler."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from aws_cdk import Duration, Fn
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from stacks.fire_and_forget.compliance import acknowledge
-from stacks.fire_and_forget.defaults import dead_letter_queue, state_machine_log_group
+from stacks.fire_and_forget.defaults import dead_letter_queue
+from stacks.fire_and_forget.healing import failure_events_queue
 from stacks.fire_and_forget.settings import PipelineSettings
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
@@ -56,15 +53,11 @@ def pattern_property(pattern: dict[str, Any], variables: dict[str, str]) -> str:
     return Fn.sub(json.dumps(pattern, separators=(",", ":")), variables)
 
 
-ANNOUNCER_ASL = Path(__file__).resolve().parent / "asl" / "announce_execution_failure.asl.json"
-
-
 class ExecutionEvents(Construct):
-    """Rule on the workflow's status changes, to the announcer and the failure-events queue.
+    """Rule on the workflow's status changes, to the failure-events queue the Reconciler consumes.
 
-    The announcer is an Express state machine rather than an SNS target: an input transformer can only publish one
-    text to every subscriber, while the announcement must be plain text in e-mail and a custom-notification card in
-    Slack, which takes Publish's MessageStructure "json". `.announcer` is exposed for alarms.
+    The rule announces nothing itself: the Reconciler compensates, records and then announces the failure once, with
+    its final state (docs/design.md, "Self-healing"). `.failure_events_queue`, `.reconciler_dlq`, `.target_dlq`.
     """
 
     def __init__(
@@ -76,16 +69,16 @@ class ExecutionEvents(Construct):
         key: kms.IKey,
         state_machine: sfn.IStateMachine,
         handled_error: str,
-        alerts_topic: sns.ITopic,
         workflow_title: str,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.failure_events_queue = dead_letter_queue(self, "FailureEventsQueue", key=key, config=config)
+        self.failure_events_queue, self.reconciler_dlq = failure_events_queue(self, key=key, config=config)
         self.target_dlq = dead_letter_queue(self, "TargetDlq", key=key, config=config)
         self.rule = events.Rule(
             self,
             "Rule",
-            description=f"Announces {workflow_title} executions that ended TIMED_OUT, ABORTED or FAILED unannounced",
+            description=f"Sends {workflow_title} executions that ended TIMED_OUT, ABORTED or FAILED unrecorded to "
+                        "the reconciler",
             # Replaced below by the JSON-string pattern; the L2 insists on having one at construction.
             event_pattern=events.EventPattern(source=["aws.states"]),
         )
@@ -98,15 +91,6 @@ class ExecutionEvents(Construct):
                 {"StateMachineArn": state_machine.state_machine_arn},
             ),
         )
-        self.announcer = self._announcer(config, key, alerts_topic, workflow_title)
-        self.rule.add_target(
-            targets.SfnStateMachine(
-                self.announcer,
-                dead_letter_queue=self.target_dlq,
-                retry_attempts=TARGET_RETRY_ATTEMPTS,
-                max_event_age=TARGET_MAX_EVENT_AGE,
-            )
-        )
         self.rule.add_target(
             targets.SqsQueue(
                 self.failure_events_queue,
@@ -115,33 +99,3 @@ class ExecutionEvents(Construct):
                 max_event_age=TARGET_MAX_EVENT_AGE,
             )
         )
-
-    def _announcer(self, config: PipelineSettings, key: kms.IKey, alerts_topic: sns.ITopic,
-                   workflow_title: str) -> sfn.StateMachine:
-        """AnnounceExecutionFailure: formats the event and publishes it once, per protocol, to the alerts topic."""
-        announcer = sfn.StateMachine(
-            self,
-            "Announcer",  # short: CloudFormation names it <stack>-<logical id>-<suffix>, at most 80 characters
-            state_machine_type=sfn.StateMachineType.EXPRESS,
-            # Inline, like the workflow's: from_file would make it an S3 asset.
-            definition_body=sfn.DefinitionBody.from_string(ANNOUNCER_ASL.read_text(encoding="utf-8")),
-            definition_substitutions={
-                "AlertsTopicArn": alerts_topic.topic_arn,
-                "EnvironmentName": config.environment_name,
-                "WorkflowTitle": workflow_title,
-            },
-            tracing_enabled=True,
-            logs=sfn.LogOptions(
-                destination=state_machine_log_group(self, "AnnouncerLogs", config=config),
-                level=sfn.LogLevel.ALL,
-                include_execution_data=config.include_execution_data,
-            ),
-        )
-        announcer.add_to_role_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=[alerts_topic.topic_arn]))
-        key.grant(announcer, "kms:GenerateDataKey", "kms:Decrypt")  # Publish to the SSE-KMS topic
-        acknowledge(
-            announcer, "AwsSolutions-IAM5[Resource::*]",
-            "Only the CloudWatch Logs vended-delivery actions (logs:CreateLogDelivery and friends) and X-Ray "
-            "trace writes, which AWS requires on Resource '*'.",
-        )
-        return announcer

@@ -19,8 +19,8 @@ class FailureHandling(Construct):
 
     The topic's policy replaces SNS's default one, so every AWS service that publishes to it on its own behalf is
     allowed here by name, scoped to this account's own resources (confused deputy): CloudWatch alarms. Nothing
-    else needs a statement: the workflow and the announcer publish with their roles' identity policies, and no
-    EventBridge rule targets the topic directly (the failure rule announces through AnnounceExecutionFailure).
+    else needs a statement: the workflow and the Reconciler publish with their roles' identity policies, and no
+    EventBridge rule targets the topic directly (the failure rule feeds the Reconciler, which announces).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, config: PipelineSettings) -> None:

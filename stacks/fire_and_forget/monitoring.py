@@ -111,9 +111,10 @@ class Monitoring(Construct):
                     "Failed messages wait in the failure DLQ for inspection and redrive.")
         self._alarm("SourceDlqNotEmpty", queue_depth(r.source_dlq, period, "SourceDlq"), 1,
                     "The pipe could not start an execution for some messages: they wait in the source DLQ.")
-        self._alarm("FailureEventsWaiting", queue_depth(r.failure_events_queue, period, "FailureEventsQueue"),
-                    config.failure_events_queue_depth,
-                    "Executions that ended TIMED_OUT, ABORTED or FAILED unannounced wait in the failure-events queue.")
+        self._alarm("FailureEventsWaiting", oldest_message_age(r.failure_events_queue, period),
+                    config.failure_events_max_age_seconds,
+                    "Status-change events of executions that ended TIMED_OUT, ABORTED or FAILED unrecorded wait in "
+                    "the failure-events queue longer than expected: the Reconciler is behind or failing.")
         self._alarm("SourceQueueBacklog", oldest_message_age(r.source_queue, period),
                     config.source_queue_max_age_seconds,
                     "The oldest message in the source queue waits longer than expected: the pipe is stopped, "
@@ -128,15 +129,28 @@ class Monitoring(Construct):
                     "The failure rule could not deliver a status-change event to a target after its retries.")
         self._alarm("RuleTargetDlqNotEmpty", queue_depth(r.rule_target_dlq, period, "RuleTargetDlq"), 1,
                     "Failure announcements the rule could not deliver wait in its target DLQ.")
-        if r.announcer is not None:
-            self._alarm("AnnouncementsFailed",
-                        r.announcer.metric_failed(statistic=cw.Stats.SUM, period=period, label="AnnouncementsFailed"),
-                        1, "AnnounceExecutionFailure could not publish an unannounced failure after its retries; "
-                        "the failure-events queue still holds the event.")
+        if r.healing is not None:
+            self._healing_alarms(r, period)
         if r.undelivered_alerts is not None:
             # Its own notification may fail like the alerts it counts; it still shows on the dashboard and in Slack.
             self._alarm("UndeliveredAlertsDlqNotEmpty", queue_depth(r.undelivered_alerts, period, "UndeliveredAlerts"),
                         1, "SNS could not deliver some alerts to the e-mail or webhook subscription.")
+
+    def _healing_alarms(self, r: MonitoredResources, period: Duration) -> None:
+        assert r.healing is not None
+        h = r.healing
+        self._alarm("FailuresNeedAPerson", r.healing_metric("FailuresNeedingAPerson", period, cw.Stats.MAXIMUM), 1,
+                    "Failed messages in the failure DLQ that no automatic retry will heal: business errors, manual "
+                    "repairs, aborted executions, and transient failures whose automatic attempts are spent.")
+        self._alarm("ReconcilerDlqNotEmpty", queue_depth(h.reconciler_dlq, period, "ReconcilerDlq"), 1,
+                    "The Reconciler could not finish some executions after every retry: they are not compensated "
+                    "or recorded yet (the sweep keeps trying them while they are in its lookback).")
+        self._alarm("ReconcilerErrors", h.reconciler.metric_errors(statistic=cw.Stats.SUM, period=period), 1,
+                    "The Reconciler failed; the failure-events queue redelivers the event and the sweep retries.")
+        self._alarm("RedriverErrors", h.redriver.metric_errors(statistic=cw.Stats.SUM, period=period), 1,
+                    "The Redriver failed: transient failures wait in the failure DLQ until it runs again.")
+        self._alarm("ScheduleDlqNotEmpty", queue_depth(h.schedule_dlq, period, "ScheduleDlq"), 1,
+                    "EventBridge Scheduler could not invoke the Reconciler's sweep or the Redriver after its retries.")
 
     def _alert_path_alarms(self, alerts_topic: sns.ITopic, alert_path_topic: sns.ITopic, period: Duration) -> None:
         """The alarms about the alerting itself also notify the AlertPathTopic; the AlertPathTopic's own failures

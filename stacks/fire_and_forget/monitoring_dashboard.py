@@ -39,6 +39,8 @@ def build_dashboard(scope: Construct, construct_id: str, *, resources: Monitored
                                                sort_by=cw.AlarmStatusWidgetSortBy.STATE_UPDATED_TIMESTAMP))
     dashboard.add_widgets(*_execution_trends(resources))
     dashboard.add_widgets(*_workflow_outcomes(resources))
+    if resources.healing is not None:
+        dashboard.add_widgets(*_healing(resources))
     dashboard.add_widgets(*_queues(resources))
     dashboard.add_widgets(*_delivery(resources))
     dashboard.add_widgets(*_functions(resources))
@@ -76,6 +78,21 @@ def _workflow_outcomes(r: MonitoredResources) -> list[cw.IWidget]:
             view=cw.GraphWidgetView.BAR, left=[m.metric(name, day) for name in m.compensations],
             right=[m.metric(m.manual_repair, day)] if m.manual_repair else []))
     return widgets
+
+
+def _healing(r: MonitoredResources) -> list[cw.IWidget]:
+    """What healed by itself, what waits for an automatic retry, and what needs a person."""
+    hour, five = Duration.hours(1), Duration.minutes(5)
+    return [
+        cw.GraphWidget(title="Healed automatically per hour (reconciled, redriven)", width=THIRD, period=hour,
+                       left=[r.healing_metric(name, hour) for name in ("ExecutionsReconciled", "FailuresAutoRedriven")]),
+        cw.GraphWidget(title="Failure DLQ: waiting for a retry / needing a person", width=THIRD, period=five,
+                       left=[r.healing_metric(name, five, cw.Stats.MAXIMUM)
+                             for name in ("FailuresWaitingForRetry", "FailuresNeedingAPerson",
+                                          "FailuresRetriesExhausted")]),
+        cw.GraphWidget(title="Reconciled needing manual repair per hour", width=THIRD, period=hour,
+                       left=[r.healing_metric("ReconciledNeedingManualRepair", hour)]),
+    ]
 
 
 def _queues(r: MonitoredResources) -> list[cw.IWidget]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -45,6 +47,9 @@ class WorkflowMetrics:
         return cw.Metric(namespace=self.namespace, metric_name=name, dimensions_map={"service": self.service},
                          statistic=cw.Stats.SUM, period=period, label=name)
 
+if TYPE_CHECKING:
+    from stacks.fire_and_forget.healing import Healing
+
 
 @dataclass(frozen=True)
 class MonitoredResources:
@@ -63,8 +68,8 @@ class MonitoredResources:
     title: str  # the workflow's name in alarm descriptions and widget titles (Workflow.title)
     # Exists only when an e-mail or webhook subscription does: alerts SNS could not deliver.
     undelivered_alerts: sqs.IQueue | None = None
-    # The Express state machine that announces what the failure rule matched (ExecutionEvents.announcer).
-    announcer: sfn.IStateMachine | None = None
+    # The Reconciler and the Redriver with their DLQs (stacks/fire_and_forget/healing.py).
+    healing: Healing | None = None
 
     def queues(self) -> dict[str, sqs.IQueue]:
         """Every queue by the name the runbook uses for it."""
@@ -77,7 +82,17 @@ class MonitoredResources:
         }
         if self.undelivered_alerts is not None:
             queues["UndeliveredAlertsDlq"] = self.undelivered_alerts
+        if self.healing is not None:
+            queues["ReconcilerDlq"] = self.healing.reconciler_dlq
+            queues["ScheduleDlq"] = self.healing.schedule_dlq
         return queues
+
+    def healing_metric(self, name: str, period: Duration, statistic: str = cw.Stats.SUM) -> cw.Metric:
+        """A metric the Reconciler or the Redriver publishes (lambdas/healing/telemetry.py)."""
+        assert self.healing is not None
+        return cw.Metric(namespace=self.metrics.namespace, metric_name=name,
+                         dimensions_map={"service": self.healing.service}, statistic=statistic, period=period,
+                         label=name)
 
 
 def execution_metric(resources: MonitoredResources, name: str, period: Duration) -> cw.Metric:

@@ -10,6 +10,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -18,8 +19,11 @@ from constructs import Construct, IValidation
 
 from stacks.contract import HANDLED_FAILURE_ERROR
 from stacks.fire_and_forget.alert_path import AlertPath
+from stacks.fire_and_forget.code import RUNTIME
+from stacks.fire_and_forget.dependencies_layer import DependenciesLayer
 from stacks.fire_and_forget.execution_events import ExecutionEvents
 from stacks.fire_and_forget.failure_handling import FailureHandling
+from stacks.fire_and_forget.healing import HealedResources, Healing
 from stacks.fire_and_forget.messaging_key import MessagingKey
 from stacks.fire_and_forget.monitoring import Monitoring
 from stacks.fire_and_forget.monitoring_metrics import MonitoredResources, WorkflowMetrics
@@ -29,13 +33,14 @@ from stacks.fire_and_forget.pipe import InvocationType, Pipe
 from stacks.fire_and_forget.settings import PipelineSettings
 from stacks.fire_and_forget.source_queue import SourceQueue
 from stacks.fire_and_forget.task_resources import encrypted_table
-from stacks.fire_and_forget.workflow import WiringError, Workflow, WorkflowStateMachine
+from stacks.fire_and_forget.workflow import WiringError, Workflow, WorkflowStateMachine, retried_errors
 
 # The outputs ff-ops and the offline rehearsal find a pipeline by (ops/stack.py reads them by these keys).
 OUTPUT_KEYS = (
     "PipelineName", "SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl",
     "AlertsTopicArn", "AlertPathTopicArn", "StateMachineArn", "PipeName", "PipeArn", "FailureRuleName",
-    "DashboardName", "OperatorPolicyArn", "DeliveriesTableName", "MessageKeyField",
+    "DashboardName", "OperatorPolicyArn", "DeliveriesTableName", "MessageKeyField", "ReconcilerDlqUrl",
+    "ScheduleDlqUrl", "ReconcilerFunctionName", "RedriverFunctionName", "HealingPolicy",
 )
 
 
@@ -47,8 +52,10 @@ class PipelineProps:
     top-level field of a message body that names the work it is about ("requestId"): ff-ops selects and labels failed
     messages by it (output MessageKeyField), and never needs it to be present. `key` is the
     customer-managed KMS key for the queues, the topic and the deliveries table: give the one your own tables use,
-    or leave it out and the pipeline makes one (`.key`). `outputs` names extra stack outputs (a table the operators
-    or the rehearsal read), beside the pipeline's own (OUTPUT_KEYS).
+    or leave it out and the pipeline makes one (`.key`). `layer` is the dependencies layer (Powertools) for the
+    pipeline's own functions, the Reconciler and the Redriver: give your tasks' DependenciesLayer, or leave it out
+    and the pipeline builds one. `outputs` names extra stack outputs (a table the operators or the rehearsal read),
+    beside the pipeline's own (OUTPUT_KEYS).
     """
 
     name: str
@@ -59,6 +66,7 @@ class PipelineProps:
     key: kms.IKey | None = None
     invocation_type: InvocationType = "FIRE_AND_FORGET"
     outputs: Mapping[str, str] = field(default_factory=dict)
+    layer: lambda_.ILayerVersion | None = None
 
 
 class FireAndForgetPipeline(Construct):
@@ -120,8 +128,31 @@ class FireAndForgetPipeline(Construct):
             key=self.key,
             state_machine=self.state_machine,
             handled_error=HANDLED_FAILURE_ERROR,
-            alerts_topic=self.alerts_topic,
             workflow_title=workflow.title,
+        )
+        layer = props.layer or DependenciesLayer(self, "Dependencies", runtime=RUNTIME).layer
+        self.healing = Healing(
+            self,
+            "Healing",
+            settings=settings,
+            reconciler_dlq=execution_events.reconciler_dlq,
+            resources=HealedResources(
+                pipeline_name=props.name,
+                title=workflow.title,
+                message_key=props.message_key,
+                state_machine=self.state_machine,
+                source_queue=self.source_queue,
+                failure_dlq=self.failure_dlq,
+                failure_events_queue=execution_events.failure_events_queue,
+                alerts_topic=self.alerts_topic,
+                deliveries_table=self.deliveries_table,
+                key=self.key,
+                layer=layer,
+                metrics_namespace=props.metrics.namespace,
+                compensations=tuple((step, state, workflow.functions[state])
+                                    for step, state in workflow.ordered_undo(machine.definition)),
+                transient_errors=retried_errors(machine.definition),
+            ),
         )
         SlackNotifications(self, "Notifications", config=settings, topic=self.alerts_topic)
         alert_path = AlertPath(self, "AlertPath", config=settings)
@@ -145,7 +176,7 @@ class FireAndForgetPipeline(Construct):
                 metrics=props.metrics,
                 title=workflow.title,
                 undelivered_alerts=failure.undelivered_alerts,
-                announcer=execution_events.announcer,
+                healing=self.healing,
             ),
         )
         self.alarms: dict[str, cw.Alarm] = monitoring.alarms
@@ -160,7 +191,8 @@ class FireAndForgetPipeline(Construct):
                 source_dlq=self.source_dlq,
                 failure_dlq=self.failure_dlq,
                 watched_queues=(self.source_queue, self.source_dlq, self.failure_dlq,
-                                execution_events.failure_events_queue, execution_events.target_dlq),
+                                execution_events.failure_events_queue, execution_events.target_dlq,
+                                self.healing.reconciler_dlq, self.healing.schedule_dlq),
                 state_machine=self.state_machine,
                 pipe_arn=self.pipe.attr_arn,
                 key=self.key,
@@ -184,6 +216,12 @@ class FireAndForgetPipeline(Construct):
             "OperatorPolicyArn": self.operator_policy.managed_policy_arn,
             "DeliveriesTableName": self.deliveries_table.table_name,
             "MessageKeyField": props.message_key,
+            "ReconcilerDlqUrl": self.healing.reconciler_dlq.queue_url,
+            "ScheduleDlqUrl": self.healing.schedule_dlq.queue_url,
+            "ReconcilerFunctionName": self.healing.reconciler.function_name,
+            "RedriverFunctionName": self.healing.redriver.function_name,
+            # ff-ops classifies failure records by the same HealingPolicy the Redriver applies.
+            "HealingPolicy": stack.to_json_string(self.healing.policy.to_environment()),
         }
         if workflow.compensations:  # `ff-ops trace` lists these states as the compensations an execution ran
             outputs["CompensationStates"] = ",".join(workflow.compensations)
@@ -193,7 +231,7 @@ class FireAndForgetPipeline(Construct):
         for output_id, value in (outputs | dict(props.outputs)).items():
             # At the stack's top level, under the fixed key: ff-ops reads outputs by key.
             CfnOutput(self, output_id, value=value).override_logical_id(output_id)
-        self.node.add_validation(_GeneratedNamesFit(stack, (self.state_machine, execution_events.announcer)))
+        self.node.add_validation(_GeneratedNamesFit(stack, (self.state_machine,)))
 
     def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
         """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""

@@ -48,7 +48,39 @@ class AlarmConfig(_Model):
     failure_rate_window_minutes: int = Field(default=60, ge=5, le=1440)
     failure_rate_min_started: int = Field(default=20, ge=1)
     source_queue_max_age_seconds: int = Field(default=300, ge=60)
-    failure_events_queue_depth: int = Field(default=1, ge=1)
+    # The reconciler consumes the failure-events queue: an event older than this means it is behind or failing.
+    failure_events_max_age_seconds: int = Field(default=600, ge=60, le=86_400)
+
+
+class HealingConfig(_Model):
+    """Self-healing: the automatic redrive of transient failures and the reconciler's sweep (docs/design.md).
+
+    A transient failure goes back to the source queue after `coolOffMinutes * 2**attempt` (capped at
+    `maxCoolOffMinutes`, with equal jitter: between half and all of it), at most `maxAttempts` times (0: never).
+    The redriver looks every `redriveEveryMinutes`; the sweep every `sweepEveryMinutes` reconciles executions that
+    ended in the last `sweepLookbackMinutes` unreconciled (a status-change event is best-effort).
+    """
+
+    max_attempts: int = Field(default=3, ge=0, le=9)  # <= 9: the failure tail compares the count as one digit
+    cool_off_minutes: int = Field(default=5, ge=1, le=720)
+    max_cool_off_minutes: int = Field(default=60, ge=1, le=720)
+    redrive_every_minutes: int = Field(default=5, ge=1, le=60)
+    sweep_every_minutes: int = Field(default=15, ge=5, le=1440)
+    sweep_lookback_minutes: int = Field(default=360, ge=10, le=20_160)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> HealingConfig:
+        if self.max_cool_off_minutes < self.cool_off_minutes:
+            raise ValueError("maxCoolOffMinutes must be at least coolOffMinutes")
+        if self.sweep_lookback_minutes < 2 * self.sweep_every_minutes:
+            raise ValueError("sweepLookbackMinutes must be at least twice sweepEveryMinutes, so that every execution "
+                             "is seen by two sweeps")
+        return self
+
+    def longest_wait_minutes(self) -> int:
+        """The most a record can spend in the failure DLQ over all its automatic attempts."""
+        return sum(min(self.max_cool_off_minutes, self.cool_off_minutes * 2 ** attempt) + self.redrive_every_minutes
+                   for attempt in range(self.max_attempts))
 
 
 class PipelineSettings(_Model):
@@ -74,8 +106,9 @@ class PipelineSettings(_Model):
     idempotency_expiry_days: int = Field(default=15, ge=MAX_RETENTION_DAYS, le=365)
     retry: RetryConfig = RetryConfig()
     alarms: AlarmConfig = AlarmConfig()
+    healing: HealingConfig = HealingConfig()
 
-    @field_validator("retry", "alarms", mode="before")
+    @field_validator("retry", "alarms", "healing", mode="before")
     @classmethod
     def _json_object(cls, value: Any) -> Any:
         # `cdk deploy -c 'ff:retry={"maxAttempts":3}'` arrives as a JSON string.
@@ -92,6 +125,15 @@ class PipelineSettings(_Model):
     def _slack_pair(self) -> PipelineSettings:
         if (self.slack_workspace_id is None) != (self.slack_channel_id is None):
             raise ValueError("slackWorkspaceId and slackChannelId go together: set both or neither")
+        return self
+
+    @model_validator(mode="after")
+    def _healing_fits(self) -> PipelineSettings:
+        # A record must still be in the failure DLQ when its last automatic attempt is due.
+        if self.healing.longest_wait_minutes() >= self.dlq_retention_days * 24 * 60:
+            raise ValueError(f"healing: {self.healing.max_attempts} automatic attempts wait up to "
+                             f"{self.healing.longest_wait_minutes()} minutes, longer than the DLQs keep a message "
+                             f"(dlqRetentionDays {self.dlq_retention_days})")
         return self
 
     @property

@@ -28,6 +28,8 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from lambdas.fire_and_forget.alerts import LONGEST_VERB, MAX_SUBJECT
+from lambdas.fire_and_forget.healing_policy import ATTEMPT_ATTRIBUTE, TIMEOUT_ERROR
 from stacks.contract import HANDLED_FAILURE_ERROR
 from stacks.fire_and_forget.compliance import acknowledge
 from stacks.fire_and_forget.defaults import state_machine_log_group
@@ -45,6 +47,13 @@ CATCHING_TYPES = ("Task", "Parallel", "Map")
 # A title goes into States.Format strings and SNS subjects: nothing that would need escaping, and short.
 TITLE_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_.")
 MAX_TITLE = 40
+# Between HandleFailure and the announcement: a failure the automatic redrive will retry is recorded, not announced
+# (it is announced when it fails for good); every other failure is announced at once.
+ANNOUNCE_OR_WAIT = "AnnounceUnlessRetried"
+# What a compensation state sends its function: the reconciler sends the same when it compensates from a history.
+COMPENSATION_PAYLOAD = {"record.$": "$$.Execution.Input[0]", "executionArn.$": "$$.Execution.Id"}
+# The longest environment name PipelineSettings accepts (its pattern), for the alert subject bound.
+MAX_ENVIRONMENT = 16
 
 __all__ = ["DUPLICATE_DELIVERY_END", "FAILURE_ENTRY", "HANDLED_FAILURE_ERROR", "Workflow", "WiringError",
            "check_wiring", "full_definition", "render_definition"]
@@ -62,6 +71,8 @@ class Workflow:
     `claims_delivery` is the state whose function claims the SQS messageId (fire_and_forget.deliveries) before any
     side effect: the construct grants it the deliveries table and sets DELIVERIES_TABLE_NAME and
     DELIVERY_CLAIM_TTL_SECONDS. `compensations` are the states that undo (they get the longer compensation retry).
+    `undo` maps each step to the compensation state that undoes it: the reconciler runs those, last step first,
+    for an execution that stopped outside the failure tail (each must send COMPENSATION_PAYLOAD, checked at synth).
     `substitutions` fill further `${Name}` placeholders (a table name the ASL reads, say).
     """
 
@@ -71,6 +82,7 @@ class Workflow:
     claims_delivery: str
     compensations: tuple[str, ...] = ()
     substitutions: Mapping[str, str] = field(default_factory=dict)
+    undo: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.title or len(self.title) > MAX_TITLE or not set(self.title) <= TITLE_CHARACTERS:
@@ -83,11 +95,59 @@ class Workflow:
                 f"Workflow {self.title!r}: claims_delivery names {self.claims_delivery!r}, which is not one of its "
                 f"functions ({', '.join(self.functions)}). Name the entry task whose function claims the message."
             )
+        unknown = sorted({*self.undo, *self.undo.values()} - set(self.functions))
+        if unknown:
+            raise WiringError(f"Workflow {self.title!r}: undo names {', '.join(unknown)}, which are not its functions")
+        not_compensations = sorted(set(self.undo.values()) - set(self.compensations))
+        if not_compensations:
+            raise WiringError(f"Workflow {self.title!r}: undo's {', '.join(not_compensations)} must also be listed "
+                              "in compensations (they get the compensation retry)")
 
     def definition(self, settings: PipelineSettings) -> dict[str, Any]:
         """The ASL with the settings' timeouts and backoff applied and the failure tail appended, checked."""
-        return render_definition(self.definition_file, settings, compensations=self.compensations,
-                                 claims_delivery=self.claims_delivery)
+        definition = render_definition(self.definition_file, settings, compensations=self.compensations,
+                                       claims_delivery=self.claims_delivery)
+        problems = _undo_problems(definition["States"], self.undo) + _subject_problems(definition, self.title)
+        if problems:
+            raise WiringError(f"{self.definition_file}: " + "; ".join(problems))
+        return definition
+
+    def ordered_undo(self, definition: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+        """(step, compensation) in the order the steps appear in the definition."""
+        return tuple((step, self.undo[step]) for step in definition["States"] if step in self.undo)
+
+
+def retried_errors(definition: dict[str, Any]) -> dict[str, frozenset[str]]:
+    """Each Task state's retried error names (States.ALL left out): what "transient by class" means for it."""
+    retried: dict[str, frozenset[str]] = {}
+    for name, state in definition["States"].items():
+        if state.get("Type") == "Task":
+            names = {error for retrier in state.get("Retry", []) for error in retrier.get("ErrorEquals", [])}
+            retried[name] = frozenset(names - {"States.ALL"})
+    return retried
+
+
+def _undo_problems(states: dict[str, Any], undo: Mapping[str, str]) -> list[str]:
+    problems = []
+    for step, compensation in undo.items():
+        if step not in states or compensation not in states:
+            problems.append(f"undo {step!r} -> {compensation!r}: both must be states of the workflow")
+            continue
+        payload = states[compensation].get("Parameters", {}).get("Payload")
+        if payload != COMPENSATION_PAYLOAD:
+            problems.append(f"compensation {compensation!r} must send Payload {json.dumps(COMPENSATION_PAYLOAD)}: the "
+                            "reconciler invokes it with exactly that when it compensates from a history")
+    return problems
+
+
+def _subject_problems(definition: dict[str, Any], title: str) -> list[str]:
+    """SNS refuses a subject of 100 characters or more; the alerts name the state that failed."""
+    longest = max((name for name in definition["States"]), key=len)
+    length = len(f"[{'x' * MAX_ENVIRONMENT}] {title} {LONGEST_VERB} in {longest}")
+    if length > MAX_SUBJECT:
+        return [f"the alert subject for state {longest!r} would be {length} characters with a {MAX_ENVIRONMENT}-"
+                f"character environment name, over SNS's {MAX_SUBJECT}: shorten the title or the state name"]
+    return []
 
 
 def render_definition(definition_file: Path, settings: PipelineSettings, *, compensations: tuple[str, ...],
@@ -96,7 +156,7 @@ def render_definition(definition_file: Path, settings: PipelineSettings, *, comp
     definition: dict[str, Any] = json.loads(definition_file.read_text(encoding="utf-8"))
     apply_settings(definition, settings, compensations)
     check_wiring(definition, claims_delivery=claims_delivery, source=str(definition_file))
-    return full_definition(definition)
+    return full_definition(definition, settings.healing.max_attempts)
 
 
 def apply_settings(definition: dict[str, Any], settings: PipelineSettings, compensations: tuple[str, ...]) -> None:
@@ -133,11 +193,52 @@ def failure_tail() -> dict[str, Any]:
     return dict(tail["States"])
 
 
-def full_definition(definition: dict[str, Any]) -> dict[str, Any]:
-    """The workflow's states followed by the failure tail's."""
+def full_definition(definition: dict[str, Any], max_automatic_attempts: int = 0) -> dict[str, Any]:
+    """The workflow's states followed by the failure tail's.
+
+    With automatic redrives (`max_automatic_attempts` > 0), HandleFailure goes to AnnounceUnlessRetried, a Choice
+    that ends a failure the redriver will retry without announcing it; the condition is the HealingPolicy's
+    (lambdas/fire_and_forget/healing_policy.py) written in ASL, and tests/pipeline/test_healing_policy_asl.py checks
+    that the two agree.
+    """
     merged = dict(definition)
-    merged["States"] = {**definition["States"], **failure_tail()}
+    tail = failure_tail()
+    if max_automatic_attempts > 0:
+        tail["HandleFailure"]["Next"] = ANNOUNCE_OR_WAIT
+        tail[ANNOUNCE_OR_WAIT] = announce_or_wait(retried_errors(definition), max_automatic_attempts)
+    merged["States"] = {**definition["States"], **tail}
     return merged
+
+
+def announce_or_wait(retried: Mapping[str, frozenset[str]], max_attempts: int) -> dict[str, Any]:
+    attempt = f"$$.Execution.Input[0].messageAttributes.{ATTEMPT_ATTRIBUTE}"
+    transient = [{"Variable": "$.failure.error", "StringEquals": TIMEOUT_ERROR}]
+    for state, errors in sorted(retried.items()):
+        if errors:
+            transient.append({"And": [
+                {"Variable": "$.failure.state", "StringEquals": state},
+                _any([{"Variable": "$.failure.error", "StringEquals": error} for error in sorted(errors)]),
+            ]})
+    attempts_left = [{"Variable": attempt, "IsPresent": False}]
+    attempts_left += [{"Variable": f"{attempt}.stringValue", "StringEquals": str(n)} for n in range(max_attempts)]
+    return {
+        "Type": "Choice",
+        "Comment": "A transient failure with automatic attempts left is recorded, not announced: the Redriver sends "
+                   "it back after its cool-off, and it is announced only if it fails for good (the HealingPolicy).",
+        "Choices": [{
+            "And": [
+                {"Variable": "$.manualRepair", "BooleanEquals": False},
+                _any(transient),
+                _any(attempts_left),
+            ],
+            "Next": "FailureRecorded",
+        }],
+        "Default": "FormatFailureAlert",
+    }
+
+
+def _any(rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return rules[0] if len(rules) == 1 else {"Or": rules}
 
 
 def check_wiring(definition: dict[str, Any], *, claims_delivery: str, source: str = "the workflow") -> None:
@@ -145,7 +246,7 @@ def check_wiring(definition: dict[str, Any], *, claims_delivery: str, source: st
     states: dict[str, Any] = definition.get("States", {})
     problems: list[str] = []
     tail = failure_tail()
-    taken = sorted(set(states) & set(tail))
+    taken = sorted(set(states) & (set(tail) | {ANNOUNCE_OR_WAIT}))
     if taken:
         problems.append(f"states {', '.join(taken)} bear names of the construct's failure tail: rename them")
     if not any(FAILURE_ENTRY in _targets(state) for state in states.values()):

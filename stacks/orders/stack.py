@@ -17,6 +17,9 @@ from stacks.orders.tasks import ORDER_METRICS, SagaTasks
 ASL_FILE = Path(__file__).resolve().parents[2] / "statemachines" / "orders" / "order_saga.asl.json"
 # The undo steps, in the order the saga runs them (the reverse of the steps they undo).
 COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
+# Which compensation undoes which step: the reconciler runs them, last step first, for an execution that stopped
+# outside the failure tail (timed out, aborted, or failed inside the tail).
+UNDO = {"ReserveInventory": "ReleaseInventory", "ChargePayment": "RefundPayment", "ArrangeShipping": "CancelShipment"}
 # `ff-ops smoke` stocks one item of its own (SMOKE-<run id>) in the inventory table and deletes it afterwards.
 SMOKE_STOCK = ["dynamodb:PutItem", "dynamodb:DeleteItem"]
 CLAIMS_DELIVERY = "ReserveInventory"
@@ -47,10 +50,12 @@ class OrderStack(Stack):
                     functions=tasks.functions,
                     claims_delivery=CLAIMS_DELIVERY,
                     compensations=COMPENSATIONS,
+                    undo=UNDO,
                 ),
                 metrics=ORDER_METRICS,
                 settings=config,
                 key=key,
+                layer=tasks.layer,
                 outputs={f"{name}TableName": table.table_name for name, table in tasks.tables.items()},
             ),
         )

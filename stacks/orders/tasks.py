@@ -81,6 +81,7 @@ class SagaTasks(Construct):
         }
         # Powertools, pydantic and boto3 at exactly uv.lock's versions, built for arm64 and RUNTIME's Python.
         layer = DependenciesLayer(self, "Dependencies", runtime=RUNTIME).layer
+        self.layer = layer  # the pipeline's own functions use it too
         code = handler_code(HANDLERS_DIR)
         self.functions = {spec.construct_id: self._function(spec, code, layer, config) for spec in TASKS}
 

@@ -1,0 +1,223 @@
+"""Self-healing: the Reconciler (failure-events queue + a scheduled sweep) and the Redriver (a scheduled automatic
+redrive of transient failures), with their DLQs. docs/design.md, "Self-healing", says why this shape."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_scheduler_targets as scheduler_targets
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from lambdas.fire_and_forget.healing_policy import HealingPolicy
+from stacks.fire_and_forget.code import healing_code
+from stacks.fire_and_forget.compliance import acknowledge
+from stacks.fire_and_forget.defaults import dead_letter_queue
+from stacks.fire_and_forget.settings import PipelineSettings
+from stacks.fire_and_forget.task_resources import task_function
+
+# The reconciler reads a history, runs compensations (with in-run retries) and writes three services: more than a
+# task's budget. Lambda wants the queue's visibility timeout at least the function's timeout (CreateEventSourceMapping
+# refuses less); with-sqs.html recommends six times it, which is what the failure-events queue gets.
+RECONCILER_TIMEOUT = Duration.seconds(120)
+REDRIVER_TIMEOUT = Duration.seconds(120)
+VISIBILITY_FACTOR = 6
+HEALING_SERVICE_SUFFIX = "-healing"
+SCHEDULE_RETRY_ATTEMPTS = 3
+SCHEDULE_MAX_EVENT_AGE = Duration.minutes(10)  # a tick older than that is superseded by the next one
+
+
+@dataclass(frozen=True)
+class HealedResources:
+    """What the healing acts on (the pipeline's own resources and the workflow's compensations)."""
+
+    pipeline_name: str
+    title: str
+    message_key: str
+    state_machine: sfn.StateMachine
+    source_queue: sqs.IQueue
+    failure_dlq: sqs.IQueue
+    failure_events_queue: sqs.IQueue
+    alerts_topic: sns.ITopic
+    deliveries_table: dynamodb.ITable
+    key: kms.IKey
+    layer: lambda_.ILayerVersion
+    metrics_namespace: str
+    # (step, compensation state, its function) in the order of the steps
+    compensations: tuple[tuple[str, str, lambda_.IFunction], ...]
+    # each task state -> the error names its Retry retries: what "transient by class" means for this workflow
+    transient_errors: Mapping[str, frozenset[str]]
+
+
+def failure_events_queue(scope: Construct, *, key: kms.IKey, config: PipelineSettings) -> tuple[sqs.Queue, sqs.Queue]:
+    """The failure-events queue the Reconciler consumes, and its ReconcilerDlq for events it could not finish."""
+    reconciler_dlq = dead_letter_queue(scope, "ReconcilerDlq", key=key, config=config)
+    queue = sqs.Queue(
+        scope,
+        "FailureEventsQueue",
+        encryption=sqs.QueueEncryption.KMS,
+        encryption_master_key=key,
+        enforce_ssl=True,
+        retention_period=Duration.days(config.dlq_retention_days),
+        visibility_timeout=Duration.seconds(RECONCILER_TIMEOUT.to_seconds() * VISIBILITY_FACTOR),
+        dead_letter_queue=sqs.DeadLetterQueue(queue=reconciler_dlq, max_receive_count=config.max_receive_count),
+    )
+    return queue, reconciler_dlq
+
+
+class Healing(Construct):
+    """`.reconciler`, `.redriver` (functions), `.reconciler_dlq`, `.schedule_dlq`, `.sweep`, `.redrive_schedule`,
+    `.policy` (the HealingPolicy both functions and the failure tail apply), `.service` (the metrics' dimension)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, resources: HealedResources,
+                 settings: PipelineSettings, reconciler_dlq: sqs.IQueue) -> None:
+        super().__init__(scope, construct_id)
+        r = resources
+        healing = settings.healing
+        self.policy = HealingPolicy(
+            transient_errors=r.transient_errors,
+            max_attempts=healing.max_attempts,
+            cool_off_seconds=healing.cool_off_minutes * 60,
+            max_cool_off_seconds=healing.max_cool_off_minutes * 60,
+        )
+        self.service = f"{r.pipeline_name}{HEALING_SERVICE_SUFFIX}"
+        self.reconciler_dlq = reconciler_dlq
+        self.schedule_dlq = dead_letter_queue(self, "ScheduleDlq", key=r.key, config=settings)
+        code = healing_code()
+        common = {
+            "POWERTOOLS_SERVICE_NAME": self.service,
+            "POWERTOOLS_METRICS_NAMESPACE": r.metrics_namespace,
+            **self.policy.to_environment(),
+        }
+        self.reconciler = self._function(
+            "Reconciler", "healing.reconciler.handler", code, r, settings, RECONCILER_TIMEOUT,
+            "Reconciles executions that ended TIMED_OUT, ABORTED or FAILED outside the failure tail",
+            {
+                **common,
+                "PIPELINE_NAME": r.pipeline_name,
+                "ENVIRONMENT_NAME": settings.environment_name,
+                "WORKFLOW_TITLE": r.title,
+                "STATE_MACHINE_ARN": r.state_machine.state_machine_arn,
+                "FAILURE_DLQ_URL": r.failure_dlq.queue_url,
+                "ALERTS_TOPIC_ARN": r.alerts_topic.topic_arn,
+                "DELIVERIES_TABLE_NAME": r.deliveries_table.table_name,
+                "DELIVERY_CLAIM_TTL_SECONDS": str(settings.idempotency_expiry_days * 24 * 3600),
+                "COMPENSATIONS": Stack.of(self).to_json_string(
+                    [[step, state, function.function_arn] for step, state, function in r.compensations]),
+                "SWEEP_LOOKBACK_MINUTES": str(healing.sweep_lookback_minutes),
+                "EXECUTION_TIMEOUT_SECONDS": str(settings.execution_timeout_minutes * 60),
+            },
+        )
+        self._grant_reconciler(r)
+        self.reconciler.add_event_source(sources.SqsEventSource(
+            r.failure_events_queue, batch_size=10, report_batch_item_failures=True))
+        self.redriver = self._function(
+            "Redriver", "healing.redriver.handler", code, r, settings, REDRIVER_TIMEOUT,
+            "Sends transient failures back to the source queue once their cool-off has passed",
+            {
+                **common,
+                "FAILURE_DLQ_URL": r.failure_dlq.queue_url,
+                "SOURCE_QUEUE_URL": r.source_queue.queue_url,
+                "MESSAGE_KEY_FIELD": r.message_key,
+            },
+        )
+        r.failure_dlq.grant_consume_messages(self.redriver)
+        r.source_queue.grant_send_messages(self.redriver)
+        self.sweep = self._schedule(
+            "Sweep", self.reconciler, healing.sweep_every_minutes,
+            {"sweep": {"time": scheduler.ContextAttribute.scheduled_time}},
+            f"Reconciles {r.title} executions whose status-change event was missed")
+        self.redrive_schedule = self._schedule(
+            "Redrive", self.redriver, healing.redrive_every_minutes,
+            {"time": scheduler.ContextAttribute.scheduled_time},
+            f"Redrives {r.title} transient failures whose cool-off has passed")
+
+    def _function(self, name: str, handler: str, code: lambda_.Code, r: HealedResources, settings: PipelineSettings,
+                  timeout: Duration, description: str, environment: dict[str, str]) -> lambda_.Function:
+        function = task_function(self, name, handler=handler, code=code, layer=r.layer, settings=settings,
+                                 environment=environment, description=description)
+        cfn = function.node.default_child
+        assert isinstance(cfn, lambda_.CfnFunction)
+        cfn.timeout = int(timeout.to_seconds())
+        acknowledge(
+            function, "Serverless-LambdaDLQ",
+            "Invoked by an SQS event source mapping (failures stay in the queue, then its DLQ) or by EventBridge "
+            "Scheduler (its target DLQ ScheduleDlq): never asynchronously by a caller that would need a Lambda DLQ.",
+        )
+        return function
+
+    def _grant_reconciler(self, r: HealedResources) -> None:
+        stack = Stack.of(self)
+        # Executions are named arn:...:execution:<state machine name>:<execution name>.
+        machine_name = stack.split_arn(r.state_machine.state_machine_arn, ArnFormat.COLON_RESOURCE_NAME).resource_name
+        executions = stack.format_arn(service="states", resource="execution", resource_name=f"{machine_name}:*",
+                                      arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        self.reconciler.add_to_role_policy(iam.PolicyStatement(
+            actions=["states:DescribeExecution", "states:GetExecutionHistory"], resources=[executions]))
+        self.reconciler.add_to_role_policy(iam.PolicyStatement(
+            actions=["states:ListExecutions"], resources=[r.state_machine.state_machine_arn]))
+        r.deliveries_table.grant(self.reconciler, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        r.key.grant(self.reconciler, "kms:Decrypt", "kms:GenerateDataKey")  # the table, the DLQ and the topic
+        r.failure_dlq.grant_send_messages(self.reconciler)
+        r.alerts_topic.grant_publish(self.reconciler)
+        if r.compensations:
+            # Exactly the compensation functions: grant_invoke would add every version and alias (`arn:*`).
+            self.reconciler.add_to_role_policy(iam.PolicyStatement(
+                actions=["lambda:InvokeFunction"], resources=[fn.function_arn for _step, _state, fn in r.compensations]))
+        acknowledge(
+            self.reconciler.role, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
+            f'{_logical_ref(r.state_machine)}"}}]}}]}}:*]',
+            "The executions of this one state machine: their names are generated per message, so no narrower ARN "
+            "exists for DescribeExecution and GetExecutionHistory.",
+        )
+        acknowledge(
+            self.reconciler, "Serverless-LambdaEventSourceMappingDestination",
+            "An SQS event source keeps failed records in the queue; its RedrivePolicy moves them to the "
+            "ReconcilerDlq after maxReceiveCount receives (alarm ReconcilerDlqNotEmpty). Lambda's on-failure "
+            "destinations are for stream and Kafka sources.",
+        )
+
+    def _schedule(self, name: str, function: lambda_.IFunction, minutes: int, payload: dict[str, object],
+                  description: str) -> scheduler.Schedule:
+        unit = "minute" if minutes == 1 else "minutes"
+        # Our own role: LambdaInvoke's default grant adds every version and alias of the function (`arn:*`).
+        role = iam.Role(self, f"{name}Role", assumed_by=iam.ServicePrincipal(
+            "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}}))
+        role.add_to_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[function.function_arn]))
+        acknowledge(
+            role, f"AwsSolutions-IAM5[Resource::<{_logical_ref(function)}.Arn>:*]",
+            "Added by the aws_scheduler_targets.LambdaInvoke grant (versions and aliases of this one function); "
+            "the schedule invokes the unqualified function.",
+        )
+        return scheduler.Schedule(
+            self,
+            name,
+            description=description,
+            schedule=scheduler.ScheduleExpression.expression(f"rate({minutes} {unit})"),
+            target=scheduler_targets.LambdaInvoke(
+                function,
+                input=scheduler.ScheduleTargetInput.from_text(json.dumps(payload)),
+                retry_attempts=SCHEDULE_RETRY_ATTEMPTS,
+                max_event_age=SCHEDULE_MAX_EVENT_AGE,
+                dead_letter_queue=self.schedule_dlq,
+                role=role,
+            ),
+        )
+
+
+def _logical_ref(function: lambda_.IFunction) -> str:
+    """The function's logical id as cdk-nag writes it in a finding (`<LogicalId.Arn>`)."""
+    stack = Stack.of(function)
+    return str(stack.resolve(stack.get_logical_id(function.node.default_child)))  # type: ignore[arg-type]
