@@ -7,27 +7,38 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.config import Config
 from moto import mock_aws
 
 from offline import client_cache
 from offline.assembly import STACK_NAME, CloudAssembly
+from offline.async_invoke import AsyncLambda, read_policies
 from offline.clock import RetryClock
 from offline.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
+from offline.event_sources import EventSourceMappings
 from offline.execution_events import EventBus, RuleDefinition, status_change_event
 from offline.faults import FaultPlan
 from offline.lambda_runtime import LambdaRuntime
 from offline.metrics import ServiceMetrics
 from offline.pipe import PipeDefinition, PipeEmulator
+from offline.schedules import Firing, Scheduler, VirtualClock, read_schedules
 from offline.services import install_service_faults
 
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 # Executions the rehearsal lets run at once (see PipeEmulator.drain): enough for real interleaving, few enough that
 # no invocation waits near a Task's 30 s timeout for the one interpreter that runs every handler.
 MAX_IN_FLIGHT = 40
+# How many times `run` goes round pipe -> executions -> status-change events -> event source mappings before it gives
+# up: each round exists only because the previous one's consumers (a reconciler) queued or started more work.
+MAX_SETTLE_ROUNDS = 20
+# Functions whose logical id contains one of these are that task for fault injection (offline/faults.py), whatever
+# the construct's path in front of it: issue 13's self-healing functions.
+NAMED_FUNCTIONS = ("Reconciler", "Redriver")
 
 
 @dataclass
@@ -72,6 +83,10 @@ class Rehearsal:
         self.pipe: PipeEmulator
         self.bus: EventBus
         self.metrics: ServiceMetrics  # what AWS would publish to CloudWatch (offline/metrics.py)
+        self.event_sources: EventSourceMappings  # the template's SQS event source mappings (offline/event_sources.py)
+        self.scheduler: Scheduler  # the template's schedules, on `virtual_clock` (offline/schedules.py)
+        self.virtual_clock: VirtualClock
+        self._started_elsewhere: list[str] = []  # executions of the workflow the pipe did not start (a reconciler's)
         self._announced: set[str] = set()
         self._uninstall_service_faults: Any = None
         self._uninstall_client_cache: Any = None
@@ -111,6 +126,15 @@ class Rehearsal:
                                           function_names=task_names, queue_urls=queue_urls.values(),
                                           account=ACCOUNT, region=self.region)
             self.bus.on_execution_finished = self.metrics.execution_finished  # the announcer's AWS/States data
+            # One attempt per Invoke: the emulated callers (mapping, scheduler) decide what is retried, not botocore.
+            self.lambda_: Any = boto3.client("lambda", region_name=self.region,
+                                             config=Config(retries={"total_max_attempts": 1}))
+            self.event_sources = EventSourceMappings.from_stack(self.assembly, self.stack, queue_urls, self.sqs,
+                                                                self.lambda_, self.region)
+            self.virtual_clock = VirtualClock()  # the real UTC time at deployment; moves only in `advance`
+            self.scheduler = Scheduler(
+                read_schedules(self.assembly, self.stack, queue_urls, ACCOUNT, self.region), self.virtual_clock,
+                AsyncLambda(self.lambda_, self.sqs, read_policies(self.assembly, self.stack, queue_urls)), self.sqs)
             if self._execution_timeout is not None:
                 self.set_execution_timeout(self._execution_timeout)
         except BaseException:
@@ -144,19 +168,38 @@ class Rehearsal:
         return str(message["MessageId"])
 
     def run(self, timeout_seconds: float = 300.0) -> list[Execution]:
-        """Drain the source queue through the pipe, wait for every execution to end, emit their events."""
-        self.drain()
+        """Drain the source queue through the pipe, wait for every execution to end, emit their events, then let the
+        event source mappings consume what the rules queued (a reconciler); again until nothing new happens."""
         deadline = time.monotonic() + timeout_seconds
-        while True:
-            self._emit_finished()
-            pending = [arn for arn in self.pipe.stats.started if arn not in self._announced]
-            if not pending:
+        for _ in range(MAX_SETTLE_ROUNDS):
+            self.drain()
+            self._finish_all(deadline, timeout_seconds)
+            consumed = self.event_sources.drain()
+            if not self._discover_executions() and not consumed:
                 self.metrics.publish()
                 return self.executions()
+        raise RuntimeError(f"the rehearsal was not quiet after {MAX_SETTLE_ROUNDS} rounds")
+
+    def _finish_all(self, deadline: float, timeout_seconds: float) -> None:
+        """Wait for every known execution to end, emitting each one's status-change event."""
+        while True:
+            self._emit_finished()
+            pending = [arn for arn in self._started() if arn not in self._announced]
+            if not pending:
+                return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{len(pending)} executions still running after {timeout_seconds} s")
             # Poll gently: the executions run on threads of this process and need the interpreter more.
             time.sleep(0.02)
+
+    def now(self) -> datetime:
+        """The rehearsal's virtual time: the deployment's real UTC time plus every `advance` since."""
+        return self.virtual_clock.now()
+
+    def advance(self, seconds: float, timeout_seconds: float = 300.0) -> list[Firing]:
+        """Compressed time: move the virtual clock `seconds` on, firing each schedule whenever its period elapses;
+        after each firing the rehearsal runs until quiet (what a redrive started ends, is announced, reconciled)."""
+        return self.scheduler.advance(seconds, settle=lambda: self.run(timeout_seconds))
 
     def drain(self) -> None:
         """Hand everything in the source queue to the workflow, at most MAX_IN_FLIGHT executions at a time."""
@@ -189,7 +232,7 @@ class Rehearsal:
     # -- probes ------------------------------------------------------------------------------------------------
 
     def executions(self) -> list[Execution]:
-        return [self.execution(arn) for arn in self.pipe.stats.started]
+        return [self.execution(arn) for arn in self._started()]
 
     def execution(self, arn: str) -> Execution:
         described = self.sfn.describe_execution(executionArn=arn)
@@ -241,9 +284,21 @@ class Rehearsal:
     def execution_status(self, arn: str) -> str:
         return str(self.sfn.describe_execution(executionArn=arn)["status"])
 
+    def _started(self) -> list[str]:
+        """Every execution of the workflow the rehearsal knows of: the pipe's, then any other (a reconciler's)."""
+        return [*self.pipe.stats.started, *self._started_elsewhere]
+
+    def _discover_executions(self) -> bool:
+        """Track executions of the workflow that something other than the pipe started; True if there were new."""
+        known = set(self._started())
+        pages = self.sfn.get_paginator("list_executions").paginate(stateMachineArn=self.pipe.definition.target_arn)
+        new = [e["executionArn"] for page in pages for e in page["executions"] if e["executionArn"] not in known]
+        self._started_elsewhere.extend(reversed(new))  # ListExecutions lists the newest first
+        return bool(new)
+
     def _emit_finished(self) -> None:
         running = self.running()
-        for arn in self.pipe.stats.started:
+        for arn in self._started():
             if arn in self._announced or arn in running:
                 continue
             described = self.sfn.describe_execution(executionArn=arn)
@@ -255,7 +310,8 @@ class Rehearsal:
     def _task_names(self) -> dict[str, str]:
         names = {}
         for logical_id in self.assembly.resources_of_type("AWS::Lambda::Function"):
-            task = logical_id.removeprefix("SagaTasks").split("Function")[0]
+            task = next((name for name in NAMED_FUNCTIONS if name in logical_id),
+                        logical_id.removeprefix("SagaTasks").split("Function")[0])
             names[self.stack.physical_ids[logical_id]] = task
         return names
 

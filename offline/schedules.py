@@ -115,7 +115,7 @@ class Scheduler:
         self._next = {s.logical_id: clock.now() + s.period for s in schedules}
         self.firings: list[Firing] = []
 
-    def advance(self, seconds: float, settle: Callable[[], None] | None = None) -> list[Firing]:
+    def advance(self, seconds: float, settle: Callable[[], object] | None = None) -> list[Firing]:
         """Move the clock `seconds` on, firing every schedule each time its period elapses, in time order; `settle`
         runs after each firing (the rehearsal lets what it started run to quiet before the next one)."""
         until = self.clock.now() + timedelta(seconds=seconds)

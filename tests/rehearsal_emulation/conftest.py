@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -25,8 +26,14 @@ REGION = "us-east-1"
 
 
 @pytest.fixture(scope="session")
-def probe_assembly(tmp_path_factory: pytest.TempPathFactory) -> CloudAssembly:
-    return CloudAssembly.load(synthesize(tmp_path_factory.mktemp("probe.out")), STACK_NAME)
+def probe_cloud_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The probe app's cloud assembly directory, synthesized once per session (both stacks)."""
+    return synthesize(tmp_path_factory.mktemp("probe.out"))
+
+
+@pytest.fixture(scope="session")
+def probe_assembly(probe_cloud_assembly: Path) -> CloudAssembly:
+    return CloudAssembly.load(probe_cloud_assembly, STACK_NAME)
 
 
 @dataclass

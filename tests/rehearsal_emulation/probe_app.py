@@ -10,14 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import aws_cdk as cdk
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as targets
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
 
 STACK_NAME = "HealingProbe"
+PIPELINE_STACK_NAME = "HealingProbePipeline"
 PROBE_CODE = Path(__file__).parent / "probe_function"
 MAX_RECEIVE_COUNT = 3
 SWEEP_MINUTES = 15
@@ -101,8 +108,94 @@ class ProbeStack(cdk.Stack):
             cdk.CfnOutput(self, key, value=value)
 
 
+class PipelineProbeStack(cdk.Stack):
+    """The smallest stack `Rehearsal` opens (a pipe into a Standard workflow, a rule on its status changes) plus the
+    healing shape: the rule's queue consumed by a Reconciler, and a Redriver tick that puts a request back on the
+    source queue. Every execution fails (one Fail state), so each one is announced and reconciled."""
+
+    def __init__(self, scope: cdk.App, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        observations = sqs.Queue(self, "Observations")
+        source = sqs.Queue(self, "SourceQueue")
+        failure_dlq = sqs.Queue(self, "FailureDlq")
+        alerts = sns.Topic(self, "AlertsTopic")
+        failure_events = sqs.Queue(
+            self,
+            "FailureEvents",
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=sqs.Queue(self, "ReconcilerDlq"), max_receive_count=MAX_RECEIVE_COUNT
+            ),
+        )
+        workflow = sfn.StateMachine(
+            self,
+            "Workflow",
+            definition_body=sfn.DefinitionBody.from_chainable(sfn.Fail(self, "Broken", error="Broken", cause="probe")),
+        )
+        role = iam.Role(self, "PipeRole", assumed_by=iam.ServicePrincipal("pipes.amazonaws.com"))
+        source.grant_consume_messages(role)
+        workflow.grant_start_execution(role)
+        pipes.CfnPipe(
+            self,
+            "Pipe",
+            role_arn=role.role_arn,
+            source=source.queue_arn,
+            target=workflow.state_machine_arn,
+            source_parameters=pipes.CfnPipe.PipeSourceParametersProperty(
+                sqs_queue_parameters=pipes.CfnPipe.PipeSourceSqsQueueParametersProperty(batch_size=1)
+            ),
+            target_parameters=pipes.CfnPipe.PipeTargetParametersProperty(
+                step_function_state_machine_parameters=pipes.CfnPipe.PipeTargetStateMachineParametersProperty(
+                    invocation_type="FIRE_AND_FORGET"
+                )
+            ),
+        )
+        events.Rule(
+            self,
+            "FailureRule",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=["Step Functions Execution Status Change"],
+                detail={"status": ["FAILED", "TIMED_OUT", "ABORTED"], "stateMachineArn": [workflow.state_machine_arn]},
+            ),
+            targets=[events_targets.SqsQueue(failure_events)],
+        )
+        code = lambda_.Code.from_asset(str(PROBE_CODE))
+        reconciler = lambda_.Function(
+            self,
+            "ReconcilerFunction",
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            handler="probe.handler.handle",
+            code=code,
+            environment={"OBSERVATIONS_QUEUE_URL": observations.queue_url},
+        )
+        reconciler.add_event_source(event_sources.SqsEventSource(failure_events, report_batch_item_failures=True))
+        redriver = lambda_.Function(
+            self,
+            "RedriverFunction",
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            handler="probe.handler.handle",
+            code=code,
+            environment={"OBSERVATIONS_QUEUE_URL": observations.queue_url, "REDRIVE_QUEUE_URL": source.queue_url},
+        )
+        scheduler.Schedule(
+            self,
+            "RedriveTickSchedule",
+            schedule=scheduler.ScheduleExpression.rate(cdk.Duration.minutes(TICK_MINUTES)),
+            target=targets.LambdaInvoke(redriver, input=scheduler.ScheduleTargetInput.from_object(TICK_INPUT)),
+        )
+        for key, value in {
+            "ObservationsQueueUrl": observations.queue_url,
+            "SourceQueueUrl": source.queue_url,
+            "FailureDlqUrl": failure_dlq.queue_url,
+            "FailureEventsQueueUrl": failure_events.queue_url,
+            "AlertsTopicArn": alerts.topic_arn,
+        }.items():
+            cdk.CfnOutput(self, key, value=value)
+
+
 def synthesize(outdir: Path) -> Path:
-    """Synthesize the probe app into `outdir`; returns the cloud assembly directory."""
+    """Synthesize the probe app (both stacks) into `outdir`; returns the cloud assembly directory."""
     app = cdk.App(outdir=str(outdir))
     ProbeStack(app, STACK_NAME)
+    PipelineProbeStack(app, PIPELINE_STACK_NAME)
     return Path(app.synth().directory)

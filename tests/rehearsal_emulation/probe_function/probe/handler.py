@@ -29,6 +29,9 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def tick(event: dict[str, Any], _context: Any) -> dict[str, Any]:
-    """A scheduled target: records the payload it was invoked with."""
+    """A scheduled target: records the payload it was invoked with; with REDRIVE_QUEUE_URL set it also sends one
+    message there, as a redriver puts a failed request back on the source queue."""
     _record(event)
+    if "REDRIVE_QUEUE_URL" in os.environ:
+        boto3.client("sqs").send_message(QueueUrl=os.environ["REDRIVE_QUEUE_URL"], MessageBody=json.dumps(event))
     return {"ok": True}
