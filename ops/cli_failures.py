@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ops import render, report
+from ops import cli_common, render, report
 from ops.aws import Clients
 from ops.cli_common import (
     FLAG,
@@ -35,6 +35,7 @@ from ops.discard_output import render as render_discard
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT
 from ops.errors import ExitCode, UsageError
 from ops.failures import DEFAULT_LIMIT, find_failures, list_failures
+from ops.healing import policy_of, waiting_for
 from ops.redrive import RedriveRequest, redrive_failures
 from ops.stack import DeployedStack
 from stacks.config import DEFAULT_STACK_NAME
@@ -67,9 +68,11 @@ def failures_list(
             visibility_timeout=visibility_timeout,
             key_field=stack.key_field,
         )
+        policy = policy_of(stack)
         if not as_json:
-            render.failures_list(out, listing)
-        return ExitCode.OK, report.failures_list(stack.name, listing)
+            waiting = [waiting_for(record, policy) for record in listing.records]
+            render.failures_list(out, listing, waiting, cli_common.now())
+        return ExitCode.OK, report.failures_list(stack.name, listing, policy)
 
     run(stack_name, region, profile, as_json, body)
 
@@ -99,10 +102,11 @@ def failures_show(
             visibility_timeout=visibility_timeout,
             key_field=stack.key_field,
         )
+        policy = policy_of(stack)
         if not as_json:
             for record in records:
-                render.failure_detail(out, record, stack.key_field)
-        return ExitCode.OK, report.failures_show(stack.name, stack.key_field, records)
+                render.failure_detail(out, record, stack.key_field, waiting_for(record, policy), cli_common.now())
+        return ExitCode.OK, report.failures_show(stack.name, stack.key_field, records, policy)
 
     run(stack_name, region, profile, as_json, body)
 

@@ -11,6 +11,8 @@ from rich.table import Table
 
 from ops.executions import ExecutionOutcome, Verdict
 from ops.failures import FailureListing
+from ops.healing import Waiting
+from ops.healing_status import PERSON_DISPOSITIONS, HealingStatus
 from ops.records import FailureRecord
 from ops.redrive import Action, Outcome, RedriveReport
 from ops.source_dlq import MoveResult, MoveTask
@@ -37,16 +39,18 @@ def cause_message(cause: str | None) -> str | None:
     return message if isinstance(message, str) else cause
 
 
-def failures_list(console: Console, listing: FailureListing) -> None:
+def failures_list(console: Console, listing: FailureListing, waiting: list[Waiting], now: datetime) -> None:
+    """`waiting` holds what each of `listing.records` waits for, in the same order (ops/healing.py)."""
     table = Table(title=f"Failure DLQ: {len(listing.records)} shown, {listing.read} read, "
                         f"~{listing.approximate_depth} in the queue")
-    for column in (listing.key_field, "error", "failed state", "failed at", "repair", "cause"):
-        table.add_column(column, no_wrap=column != "cause")
-    for r in listing.records:
+    for column in (listing.key_field, "error", "failed state", "failed at", "repair", "waiting for", "cause"):
+        table.add_column(column, no_wrap=column not in ("cause", "waiting for"))
+    for r, w in zip(listing.records, waiting, strict=True):
         # A body without the key field (not a document the workflow understood) is labelled by its message id.
         table.add_row(r.key or f"message {r.source_message_id or r.message_id}", r.error, r.failed_state,
                       _when(r.failed_at),
-                      "[bold red]YES[/]" if r.manual_repair else "no", _short(cause_message(r.cause), 60))
+                      "[bold red]YES[/]" if r.manual_repair else "no", w.describe(now),
+                      _short(cause_message(r.cause), 60))
     console.print(table)
     if listing.truncated:
         console.print("[yellow]More messages than --limit: raise --limit to read them all.[/]")
@@ -55,7 +59,7 @@ def failures_list(console: Console, listing: FailureListing) -> None:
     console.print("Every message read was made visible again.")
 
 
-def failure_detail(console: Console, record: FailureRecord, key_field: str) -> None:
+def failure_detail(console: Console, record: FailureRecord, key_field: str, waiting: Waiting, now: datetime) -> None:
     table = Table(show_header=False, title=f"Failure {record.message_id}")
     table.add_column(style="bold")
     table.add_column()
@@ -63,10 +67,13 @@ def failure_detail(console: Console, record: FailureRecord, key_field: str) -> N
         (key_field, record.key or f"(none: the body has no {key_field}; see source message id)"),
         ("error", record.error), ("cause", cause_message(record.cause) or "-"), ("failed state", record.failed_state),
         ("failed at", _when(record.failed_at)), ("manual repair", "YES" if record.manual_repair else "no"),
+        ("waiting for", waiting.describe(now)), ("automatic redrives", str(waiting.attempt)),
         ("compensation", readable(record.compensation)), ("execution", record.execution_arn or "-"),
         ("source message id", record.source_message_id or "-"), ("body", record.body),
         ("message attributes", attributes(record.message_attributes)),
     ]
+    if record.reconciliation is not None:  # the Reconciler wrote it: how the execution ended, what it undid
+        rows.append(("reconciliation", readable(record.reconciliation)))
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
@@ -164,3 +171,24 @@ def status(console: Console, report: StackStatus) -> None:
     console.print(f"Executions in the last {hours:g} h: {counts}" + (" (at least)" if report.counts_truncated else ""))
     for e in report.recent:
         console.print(f"  {e.status:<9} {_when(e.stop_date)}  {e.name}", highlight=False)
+    healing_status(console, report.healing, hours)
+
+
+def healing_status(console: Console, healing: HealingStatus | None, hours: float) -> None:
+    if healing is None:
+        console.print("Self-healing: - (the stack has no HealingPolicy output: deployed before self-healing)")
+        return
+    more = " (at least: more records than status reads)" if healing.truncated else ""
+    due = f", next due {_when(healing.next_due)}" if healing.next_due is not None else ""
+    console.print(f"Failure DLQ: {healing.waiting_for_retry} waiting for an automatic retry{due}; "
+                  f"{healing.needing_a_person} needing a person{more}", highlight=False)
+    for disposition in PERSON_DISPOSITIONS:
+        console.print(f"  {disposition.value:<18} {healing.dispositions[disposition]}", highlight=False)
+    if healing.unrecognized:
+        console.print(f"  [yellow]{healing.unrecognized} not a failure record[/] (`ff-ops failures list`)")
+    healed = healing.healed
+    if healed.service is None:
+        console.print("Healed automatically: - (the stack has no PipelineName output)")
+    else:
+        console.print(f"Healed automatically in the last {hours:g} h: {healed.executions_reconciled} executions "
+                      f"reconciled, {healed.failures_auto_redriven} failures redriven", highlight=False)

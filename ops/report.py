@@ -6,15 +6,20 @@ docs/operator-cli.md describes each shape; tests/ops/test_json_output.py holds t
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ops.errors import OpsError
 from ops.executions import ExecutionOutcome, Verdict
 from ops.failures import FailureListing
+from ops.healing import waiting_for
+from ops.healing_status import PERSON_DISPOSITIONS, HealingStatus
 from ops.records import FailureRecord, UnrecognizedMessage
 from ops.redrive import Action, RedriveReport
 from ops.source_dlq import MoveResult, MoveTask
 from ops.status import StackStatus
+
+if TYPE_CHECKING:
+    from lambdas.fire_and_forget.healing_policy import HealingPolicy
 
 Json = dict[str, Any]
 
@@ -24,7 +29,9 @@ def json_time(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
-def failure(record: FailureRecord) -> Json:
+def failure(record: FailureRecord, policy: HealingPolicy | None = None) -> Json:
+    """One record; `disposition` and `dueAt` are null when the stack publishes no HealingPolicy."""
+    waiting = waiting_for(record, policy)
     return {
         "messageId": record.message_id,
         "sourceMessageId": record.source_message_id,
@@ -35,11 +42,15 @@ def failure(record: FailureRecord) -> Json:
         "failedAt": json_time(record.failed_at),
         "manualRepair": record.manual_repair,
         "executionArn": record.execution_arn,
+        "disposition": waiting.disposition.value if waiting.disposition is not None else None,
+        "attempt": waiting.attempt,
+        "dueAt": json_time(waiting.due_at),
+        "reconciliation": record.reconciliation,
     }
 
 
-def failure_detail(record: FailureRecord) -> Json:
-    return failure(record) | {
+def failure_detail(record: FailureRecord, policy: HealingPolicy | None = None) -> Json:
+    return failure(record, policy) | {
         "compensation": record.compensation,
         "stateMachineArn": record.state_machine_arn,
         "body": record.body,
@@ -52,7 +63,7 @@ def unrecognized(message: UnrecognizedMessage) -> Json:
     return {"messageId": message.message_id, "reason": message.reason, "bodyPreview": message.body_preview}
 
 
-def failures_list(stack: str, listing: FailureListing) -> Json:
+def failures_list(stack: str, listing: FailureListing, policy: HealingPolicy | None = None) -> Json:
     return {
         "schema": "ff-ops/failures-list/v1",
         "stack": stack,
@@ -61,14 +72,15 @@ def failures_list(stack: str, listing: FailureListing) -> Json:
         "approximateDepth": listing.approximate_depth,
         "read": listing.read,
         "truncated": listing.truncated,
-        "failures": [failure(r) for r in listing.records],
+        "failures": [failure(r, policy) for r in listing.records],
         "unrecognized": [unrecognized(m) for m in listing.unrecognized],
     }
 
 
-def failures_show(stack: str, key_field: str, records: list[FailureRecord]) -> Json:
+def failures_show(stack: str, key_field: str, records: list[FailureRecord],
+                  policy: HealingPolicy | None = None) -> Json:
     return {"schema": "ff-ops/failures-show/v1", "stack": stack, "keyField": key_field,
-            "failures": [failure_detail(r) for r in records]}
+            "failures": [failure_detail(r, policy) for r in records]}
 
 
 _ACTION_KEYS = {
@@ -168,6 +180,30 @@ def status(report: StackStatus) -> Json:
                  "startDate": json_time(e.start_date), "stopDate": json_time(e.stop_date)}
                 for e in report.recent
             ],
+        },
+        "healing": healing(report.healing, report.window.total_seconds() / 3600),
+    }
+
+
+def healing(status: HealingStatus | None, window_hours: float) -> Json | None:
+    """null for a stack without self-healing (no HealingPolicy output)."""
+    if status is None:
+        return None
+    return {
+        "failureDlq": {
+            "read": status.read,
+            "truncated": status.truncated,
+            "unrecognized": status.unrecognized,
+            "waitingForRetry": status.waiting_for_retry,
+            "nextDueAt": json_time(status.next_due),
+            "needingAPerson": status.needing_a_person,
+            "byDisposition": {d.value: status.dispositions[d] for d in PERSON_DISPOSITIONS},
+        },
+        "healedAutomatically": {
+            "windowHours": window_hours,
+            "service": status.healed.service,
+            "executionsReconciled": status.healed.executions_reconciled,
+            "failuresAutoRedriven": status.healed.failures_auto_redriven,
         },
     }
 

@@ -25,6 +25,18 @@ QUEUES = {
     "FailureEventsQueueUrl": "failure-events queue",
     "EventTargetDlqUrl": "rule target DLQ",
 }
+# Self-healing's queues (stacks/fire_and_forget/healing.py): a stack deployed before it has neither output, and
+# status then lists only the queues above.
+HEALING_QUEUES = {
+    "ReconcilerDlqUrl": "reconciler DLQ",
+    "ScheduleDlqUrl": "schedule DLQ",
+}
+# Self-healing's other outputs, all optional for the same reason: the policy both ff-ops and the Redriver classify
+# failure records by (ops/healing.py reads it), the two functions, and the pipeline's name (its metrics' dimension).
+HEALING_POLICY_OUTPUT = "HealingPolicy"
+RECONCILER_FUNCTION_OUTPUT = "ReconcilerFunctionName"
+REDRIVER_FUNCTION_OUTPUT = "RedriverFunctionName"
+PIPELINE_NAME_OUTPUT = "PipelineName"
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,15 @@ class DeployedStack:
     def output(self, key: str) -> str:
         (value,) = self.require(key)
         return value
+
+    def optional(self, key: str) -> str | None:
+        """The value of an output an older stack may lack; None when it does."""
+        return self.outputs.get(key) or None
+
+    @property
+    def healing_queues(self) -> dict[str, str]:
+        """Output key -> URL of the self-healing queues this stack has (none before self-healing)."""
+        return {key: self.outputs[key] for key in HEALING_QUEUES if self.outputs.get(key)}
 
     @property
     def key_field(self) -> str:

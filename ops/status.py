@@ -1,4 +1,5 @@
-"""`status`: queue depths, oldest message ages, recent unsuccessful executions and the pipe's state."""
+"""`status`: queue depths, oldest message ages, recent unsuccessful executions, the pipe's state, and self-healing
+(ops/healing_status.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from ops.errors import error_code
-from ops.stack import QUEUES, DeployedStack
+from ops.healing import policy_of
+from ops.healing_status import HealingStatus, collect_healing
+from ops.stack import HEALING_QUEUES, QUEUES, DeployedStack
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch.type_defs import MetricDataQueryTypeDef
@@ -58,15 +61,17 @@ class StackStatus:
     counts: dict[str, int] = field(default_factory=dict)
     counts_truncated: bool = False
     recent: list[ExecutionSummary] = field(default_factory=list)
+    healing: HealingStatus | None = None  # None: the stack has no HealingPolicy output (deployed before it)
 
 
 def collect_status(clients: Clients, stack: DeployedStack, now: datetime, window: timedelta = timedelta(hours=24),
                    recent_limit: int = 10) -> StackStatus:
     """Everything `status` shows, read from the resources the stack's outputs name."""
-    urls = stack.require(*QUEUES)
+    named = dict(zip(QUEUES, stack.require(*QUEUES), strict=True)) | stack.healing_queues
     state_machine_arn, pipe_name = stack.require("StateMachineArn", "PipeName")
+    urls = list(named.values())
     ages = _oldest_ages(clients, urls, now)
-    queues = [_queue(clients, key, url, ages.get(url)) for key, url in zip(QUEUES, urls, strict=True)]
+    queues = [_queue(clients, key, url, ages.get(url)) for key, url in named.items()]
     status = StackStatus(stack.name, clients.region, window, queues, _pipe(clients, pipe_name))
     cutoff = now - window
     for execution_status in UNSUCCESSFUL:
@@ -76,6 +81,9 @@ def collect_status(clients: Clients, stack: DeployedStack, now: datetime, window
         status.recent.extend(found)
     status.recent.sort(key=lambda e: e.stop_date or e.start_date, reverse=True)
     del status.recent[recent_limit:]
+    policy = policy_of(stack)
+    if policy is not None:
+        status.healing = collect_healing(clients, stack, policy, now, window)
     return status
 
 
@@ -85,7 +93,7 @@ def _queue(clients: Clients, key: str, url: str, age: float | None) -> QueueStat
     ])["Attributes"]
     return QueueStatus(
         output_key=key,
-        label=QUEUES[key],
+        label=(QUEUES | HEALING_QUEUES)[key],
         url=url,
         visible=int(attributes.get("ApproximateNumberOfMessages", "0")),
         in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", "0")),

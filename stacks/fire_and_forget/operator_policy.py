@@ -71,6 +71,9 @@ class OperatorPolicy(Construct):
             _allow("ReadPipeState", ["pipes:DescribePipe"], [r.pipe_arn]),
             # GetMetricData has no resource-level permissions (Service Authorization Reference: Resource "*").
             _allow("ReadQueueAges", ["cloudwatch:GetMetricData"], ["*"]),
+            # `status` finds the healing functions' counts by name and `service` dimension (no output names their
+            # namespace); ListMetrics has no resource-level permissions either.
+            _allow("FindHealingMetrics", ["cloudwatch:ListMetrics"], ["*"]),
             iam.PolicyStatement(
                 sid="UseTheQueueKeyThroughSqs",
                 actions=QUEUE_KEY,
@@ -88,7 +91,8 @@ class OperatorPolicy(Construct):
         acknowledge(
             self.policy,
             "AwsSolutions-IAM5[Resource::*]",
-            "cloudwatch:GetMetricData supports no resource-level permissions; it only reads metrics",
+            "cloudwatch:GetMetricData and cloudwatch:ListMetrics support no resource-level permissions; they only "
+            "read metrics",
         )
         acknowledge(
             self.policy,

@@ -20,7 +20,8 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "describe_stacks": [("cloudformation:DescribeStacks", "stack")],
     "get_queue_attributes": [
         ("sqs:GetQueueAttributes", key)
-        for key in ("SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl")
+        for key in ("SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl",
+                    "ReconcilerDlqUrl", "ScheduleDlqUrl")
     ],
     # The failure DLQ (list, show, redrive, discard, trace) and the source DLQ (trace): read, then made visible again.
     "receive_message": [("sqs:ReceiveMessage", "FailureDlqUrl"), ("kms:Decrypt", "FailureDlqUrl"),
@@ -44,6 +45,7 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "get_execution_history": [("states:GetExecutionHistory", "execution")],  # trace
     "redrive_execution": [("states:RedriveExecution", "execution")],
     "get_metric_data": [("cloudwatch:GetMetricData", "*")],
+    "list_metrics": [("cloudwatch:ListMetrics", "*")],  # status: the healing functions' counts
     "describe_pipe": [("pipes:DescribePipe", "PipeArn")],
     # ff-ops smoke: its own stock item in the inventory table (encrypted with the stack's key).
     "put_item": [("dynamodb:PutItem", "InventoryTableName"), ("kms:GenerateDataKey", "InventoryTableName")],

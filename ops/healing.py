@@ -1,0 +1,79 @@
+"""What each failure record waits for, by the HealingPolicy the stack's Redriver applies (its `HealingPolicy` output).
+
+ff-ops classifies a record exactly as lambdas/healing/auto_redrive.py does (same disposition, same attempt count,
+same due time), so that `failures list` says what the Redriver will do with it. A stack deployed before self-healing
+has no HealingPolicy output: every record then waits for "-" (unknown) and everything else works as before.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from lambdas.fire_and_forget.healing_policy import Disposition, HealingPolicy, attempt_of, first_message_id
+from ops.errors import OutputsMissing
+from ops.stack import HEALING_POLICY_OUTPUT
+
+if TYPE_CHECKING:
+    from ops.records import FailureRecord
+    from ops.stack import DeployedStack
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A record's disposition (None: the stack publishes no policy), its automatic redrives so far, and, for a
+    record waiting for a retry, when the Redriver sends it back (None: it has no failure time, so at its next run)."""
+
+    disposition: Disposition | None
+    attempt: int
+    max_attempts: int | None
+    due_at: datetime | None
+
+    def describe(self, now: datetime) -> str:
+        """`waiting-for-retry: attempt 2 of 3, due 2026-12-01 15:30:00Z`, `retries-exhausted (3 of 3)`, or `-`."""
+        if self.disposition is None:
+            return "-"
+        if self.disposition is Disposition.RETRY:
+            if self.due_at is None or self.due_at <= now:
+                due = "due now (the Redriver's next run)"
+            else:
+                due = f"due {self.due_at.strftime('%Y-%m-%d %H:%M:%SZ')}"
+            return f"{self.disposition.value}: attempt {self.attempt + 1} of {self.max_attempts}, {due}"
+        if self.disposition is Disposition.EXHAUSTED:
+            return f"{self.disposition.value} ({self.attempt} of {self.max_attempts} automatic redrives)"
+        return self.disposition.value
+
+
+def policy_of(stack: DeployedStack) -> HealingPolicy | None:
+    """The stack's HealingPolicy (its output holds `HealingPolicy.to_environment()` as JSON); None when absent."""
+    text = stack.optional(HEALING_POLICY_OUTPUT)
+    if not text:
+        return None
+    try:
+        return HealingPolicy.from_environment(json.loads(text))
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise OutputsMissing(
+            f"stack {stack.name} has an output {HEALING_POLICY_OUTPUT} ff-ops cannot read: {error}",
+            "deploy the current version of the app (`npx cdk deploy`)",
+        ) from error
+
+
+def waiting_for(record: FailureRecord, policy: HealingPolicy | None) -> Waiting:
+    """What `record` waits for; the attempt count is read from the record even without a policy."""
+    attempt = attempt_of(record.record)
+    if policy is None:
+        return Waiting(None, attempt, None, None)
+    disposition = policy.disposition(
+        state=record.failed_state,
+        error=record.error,
+        manual_repair=record.manual_repair,
+        attempt=attempt,
+        status=record.status,
+    )
+    due = None
+    if disposition is Disposition.RETRY and record.failed_at is not None:
+        identity = first_message_id(record.record) or record.message_id
+        due = policy.due_at(record.failed_at, identity, attempt)
+    return Waiting(disposition, attempt, policy.max_attempts, due)
