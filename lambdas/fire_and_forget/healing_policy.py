@@ -42,7 +42,7 @@ class Disposition(StrEnum):
 
     @property
     def needs_a_person(self) -> bool:
-        return self is not Disposition.RETRY
+        return self != Disposition.RETRY  # by value: stacks/ and ops/ import this module as lambdas.fire_and_forget
 
 
 @dataclass(frozen=True)

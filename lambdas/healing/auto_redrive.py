@@ -64,7 +64,7 @@ def redrive_due(sqs: SQSClient, *, dlq_url: str, source_url: str, policy: Healin
     def choose(record: FailureRecord) -> bool:
         disposition = disposition_of(record, policy)
         report.dispositions[disposition] += 1
-        if disposition is not Disposition.RETRY:
+        if disposition != Disposition.RETRY:  # by value: the stacks import this module under another name
             return False
         attempt = attempt_of(record.record)
         identity = first_message_id(record.record) or record.message_id

@@ -25,8 +25,14 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
-@cache
 def reconciler() -> Reconciler:
+    """One per configuration: the offline rehearsal runs two stacks' Reconcilers in one process, from one module."""
+    # Upper-case names without a leading "_": the configuration, not the per-invocation _X_AMZN_TRACE_ID.
+    return _reconciler(tuple(sorted((k, v) for k, v in os.environ.items() if k.isupper() and not k.startswith("_"))))
+
+
+@cache
+def _reconciler(_environment: tuple[tuple[str, str], ...]) -> Reconciler:
     return Reconciler(
         sfn=boto3.client("stepfunctions"), dynamodb=boto3.client("dynamodb"), sqs=boto3.client("sqs"),
         sns=boto3.client("sns"), lambda_client=boto3.client("lambda"),

@@ -12,6 +12,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as scheduler_targets
@@ -35,6 +36,7 @@ REDRIVER_TIMEOUT = Duration.seconds(120)
 VISIBILITY_FACTOR = 6
 HEALING_SERVICE_SUFFIX = "-healing"
 SCHEDULE_RETRY_ATTEMPTS = 3
+ASYNC_RETRY_ATTEMPTS = 2  # Lambda's own retries of a failed asynchronous run (its default, stated)
 SCHEDULE_MAX_EVENT_AGE = Duration.minutes(10)  # a tick older than that is superseded by the next one
 
 
@@ -150,6 +152,10 @@ class Healing(Construct):
         cfn = function.node.default_child
         assert isinstance(cfn, lambda_.CfnFunction)
         cfn.timeout = int(timeout.to_seconds())
+        # Scheduler invokes asynchronously (with-eventbridge-scheduler.html): its RetryPolicy and DLQ cover only an
+        # Invoke Lambda refuses; a run that fails is retried by Lambda, then goes to this on-failure destination.
+        function.configure_async_invoke(on_failure=destinations.SqsDestination(self.schedule_dlq),
+                                        retry_attempts=ASYNC_RETRY_ATTEMPTS)
         acknowledge(
             function, "Serverless-LambdaDLQ",
             "Invoked by an SQS event source mapping (failures stay in the queue, then its DLQ) or by EventBridge "

@@ -150,7 +150,8 @@ class Monitoring(Construct):
         self._alarm("RedriverErrors", h.redriver.metric_errors(statistic=cw.Stats.SUM, period=period), 1,
                     "The Redriver failed: transient failures wait in the failure DLQ until it runs again.")
         self._alarm("ScheduleDlqNotEmpty", queue_depth(h.schedule_dlq, period, "ScheduleDlq"), 1,
-                    "EventBridge Scheduler could not invoke the Reconciler's sweep or the Redriver after its retries.")
+                    "A sweep or a redrive run failed after every retry (Scheduler could not invoke the function, or "
+                    "the run itself failed three times): the next run tries again; the queue keeps what failed.")
 
     def _alert_path_alarms(self, alerts_topic: sns.ITopic, alert_path_topic: sns.ITopic, period: Duration) -> None:
         """The alarms about the alerting itself also notify the AlertPathTopic; the AlertPathTopic's own failures

@@ -1,0 +1,270 @@
+"""The Reconciler on its own: moto's SQS, SNS and DynamoDB, a scripted Step Functions (the execution as described
+and its history, in the shapes DescribeExecution and GetExecutionHistory return) and scripted compensations.
+
+The end-to-end runs (real workflow, real handlers, timeouts and aborts on moto's interpreter) are in
+tests/workflow/test_healing.py; these pin each rule of the reconciler against a hand-made history."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from fire_and_forget.reconciliation import (
+    Compensation,
+    History,
+    ReconcileBusy,
+    Reconciler,
+    ReconcilerSettings,
+    Verdict,
+)
+from lambdas.fire_and_forget.healing_policy import HealingPolicy
+
+REGION = "us-east-1"
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:saga"
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+STEPS = ("ReserveInventory", "ChargePayment", "ArrangeShipping")
+UNDO = (("ReserveInventory", "ReleaseInventory"), ("ChargePayment", "RefundPayment"),
+        ("ArrangeShipping", "CancelShipment"))
+RETRIED = {name: frozenset({"TransientError"}) for name in (*STEPS, *(c for _s, c in UNDO))}
+
+
+def _events(*states: str, exited: tuple[str, ...] = (), tail_input: dict[str, Any] | None = None
+            ) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [{"type": "ExecutionStarted"}]
+    for name in states:
+        entered: dict[str, Any] = {"name": name}
+        if name in ("ClaimFailure", "HandleFailure") and tail_input is not None:
+            entered["input"] = json.dumps(tail_input)
+        events.append({"type": "TaskStateEntered", "stateEnteredEventDetails": entered})
+        if name in exited:
+            events.append({"type": "TaskStateExited", "stateExitedEventDetails": {"name": name}})
+    return events
+
+
+@dataclass
+class ScriptedStepFunctions:
+    """DescribeExecution / GetExecutionHistory / ListExecutions over executions given by the test."""
+
+    executions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    histories: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def add(self, name: str, status: str, states: list[str], *, error: str | None = None,
+            exited: tuple[str, ...] = (), tail_input: dict[str, Any] | None = None,
+            message_id: str | None = None, stopped: datetime = NOW) -> str:
+        arn = f"arn:aws:states:us-east-1:123456789012:execution:saga:{name}"
+        record = {"messageId": message_id or f"msg-{name}", "body": json.dumps({"orderId": name}),
+                  "messageAttributes": {}}
+        self.executions[arn] = {"executionArn": arn, "stateMachineArn": MACHINE, "status": status,
+                                "error": error, "cause": f"cause of {name}", "input": json.dumps([record]),
+                                "startDate": stopped - timedelta(minutes=1), "stopDate": stopped}
+        self.histories[arn] = _events(*states, exited=exited, tail_input=tail_input)
+        return arn
+
+    def describe_execution(self, executionArn: str) -> dict[str, Any]:  # noqa: N803 - boto3's names
+        return self.executions[executionArn]
+
+    def get_paginator(self, operation: str) -> Any:
+        sfn = self
+
+        class Paginator:
+            def paginate(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+                if operation == "get_execution_history":
+                    yield {"events": sfn.histories[kwargs["executionArn"]]}
+                else:
+                    listed = [e for e in sfn.executions.values() if e["status"] == kwargs["statusFilter"]]
+                    yield {"executions": sorted(listed, key=lambda e: e["startDate"], reverse=True)}
+
+        return Paginator()
+
+
+@dataclass
+class ScriptedCompensations:
+    """Lambda Invoke for the compensation functions: records each call; `fail` makes one raise for good."""
+
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    fail: dict[str, str] = field(default_factory=dict)  # function arn -> errorType
+
+    def invoke(self, FunctionName: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
+        self.calls.append((FunctionName, json.loads(Payload)))
+        if FunctionName in self.fail:
+            body = {"errorType": self.fail[FunctionName], "errorMessage": "refused"}
+            return {"FunctionError": "Unhandled", "Payload": io.BytesIO(json.dumps(body).encode())}
+        return {"Payload": io.BytesIO(b'{"undone": true}')}
+
+
+@pytest.fixture
+def aws() -> Iterator[dict[str, Any]]:
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name=REGION)
+        sns = boto3.client("sns", region_name=REGION)
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        dlq = sqs.create_queue(QueueName="failure-dlq")["QueueUrl"]
+        topic = sns.create_topic(Name="alerts")["TopicArn"]
+        alerts = sqs.create_queue(QueueName="alerts-copy")["QueueUrl"]
+        alerts_arn = sqs.get_queue_attributes(QueueUrl=alerts, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=alerts_arn)
+        dynamodb.create_table(TableName="deliveries", BillingMode="PAY_PER_REQUEST",
+                              AttributeDefinitions=[{"AttributeName": "messageId", "AttributeType": "S"}],
+                              KeySchema=[{"AttributeName": "messageId", "KeyType": "HASH"}])
+        sfn, compensations = ScriptedStepFunctions(), ScriptedCompensations()
+        settings = ReconcilerSettings(
+            pipeline="orders", environment="dev", title="Order saga", region=REGION, state_machine_arn=MACHINE,
+            failure_dlq_url=dlq, alerts_topic_arn=topic, deliveries_table="deliveries",
+            compensations=tuple(Compensation(step, state, f"fn-{state}") for step, state in UNDO),
+            claim_ttl_seconds=3600, compensation_backoff_seconds=0)
+        reconciler = Reconciler(sfn=sfn, dynamodb=dynamodb, sqs=sqs, sns=sns, lambda_client=compensations,
+                                settings=settings, policy=HealingPolicy(transient_errors=RETRIED),
+                                sleep=lambda _s: None)
+        yield {"reconciler": reconciler, "sfn": sfn, "compensations": compensations, "sqs": sqs, "dlq": dlq,
+               "alerts": alerts, "dynamodb": dynamodb}
+
+
+def _drain(sqs: Any, url: str) -> list[dict[str, Any]]:
+    out = []
+    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        for message in batch:
+            out.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return out
+
+
+def test_history_names_where_the_execution_stopped_and_what_the_tail_was_given() -> None:
+    history = History.from_events(_events("ReserveInventory", "ChargePayment", exited=("ReserveInventory",)))
+    assert history.failed_state == "ChargePayment"
+    tail = History.from_events(_events("ReserveInventory", "ClaimFailure", "HandleFailure",
+                                       exited=("ReserveInventory", "ClaimFailure"), tail_input={"failure": {}}))
+    assert (tail.failed_state, tail.tail_input) == ("HandleFailure", {"failure": {}})
+
+
+def test_a_timed_out_execution_is_compensated_in_reverse_and_recorded_but_not_announced(aws: dict[str, Any]) -> None:
+    arn = aws["sfn"].add("t1", "TIMED_OUT", ["ReserveInventory", "ChargePayment"], error="States.Timeout",
+                         exited=("ReserveInventory",))
+    result = aws["reconciler"].reconcile(arn, via="event", now=NOW)
+    assert result.verdict is Verdict.RECONCILED and result.recorded and not result.announced
+    assert [name for name, _payload in aws["compensations"].calls] == ["fn-RefundPayment", "fn-ReleaseInventory"]
+    record = json.loads(aws["sfn"].executions[arn]["input"])[0]
+    assert all(payload == {"record": record, "executionArn": arn} for _n, payload in aws["compensations"].calls)
+    (stored,) = _drain(aws["sqs"], aws["dlq"])
+    assert stored["kind"] == "fire-and-forget.failure.v1" and stored["record"] == record
+    assert stored["failure"]["state"] == "ChargePayment" and stored["failure"]["error"] == "States.Timeout"
+    assert stored["manualRepair"] is False
+    assert stored["reconciliation"]["status"] == "TIMED_OUT"
+    assert stored["reconciliation"]["compensated"] == ["RefundPayment", "ReleaseInventory"]
+    assert _drain(aws["sqs"], aws["alerts"]) == []  # transient: the redriver retries it, announced if it fails for good
+
+
+def test_an_aborted_execution_is_announced_once_with_its_final_state(aws: dict[str, Any]) -> None:
+    arn = aws["sfn"].add("a1", "ABORTED", ["ReserveInventory", "ChargePayment", "ArrangeShipping"],
+                         exited=("ReserveInventory", "ChargePayment"))
+    first = aws["reconciler"].reconcile(arn, via="event", now=NOW)
+    again = aws["reconciler"].reconcile(arn, via="sweep", now=NOW + timedelta(minutes=15))
+    assert (first.verdict, again.verdict) == (Verdict.RECONCILED, Verdict.ALREADY_RECONCILED)
+    assert len(_drain(aws["sqs"], aws["dlq"])) == 1
+    (alert,) = _drain(aws["sqs"], aws["alerts"])
+    assert alert["Subject"] == "[dev] Order saga aborted in ArrangeShipping"
+    card = json.loads(alert["Message"])  # an SQS subscriber gets the `default` text: the chat card
+    assert card["metadata"]["additionalContext"]["executionArn"] == arn
+    assert card["metadata"]["additionalContext"]["disposition"] == "needs-decision"
+    assert len(aws["compensations"].calls) == 3
+
+
+def test_a_failing_compensation_flags_manual_repair_and_is_announced(aws: dict[str, Any]) -> None:
+    aws["compensations"].fail["fn-RefundPayment"] = "RefundRejected"
+    arn = aws["sfn"].add("m1", "TIMED_OUT", ["ReserveInventory", "ChargePayment"], exited=("ReserveInventory",))
+    result = aws["reconciler"].reconcile(arn, via="event", now=NOW)
+    assert result.manual_repair and result.announced
+    (stored,) = _drain(aws["sqs"], aws["dlq"])
+    assert stored["manualRepair"] is True
+    assert [c["status"] for c in stored["compensation"]["reconciled"]] == ["FAILED", "COMPENSATED"]
+    assert len(_drain(aws["sqs"], aws["alerts"])) == 1
+
+
+def test_a_transiently_failing_compensation_is_retried_later_not_flagged(aws: dict[str, Any]) -> None:
+    aws["compensations"].fail["fn-ReleaseInventory"] = "TransientError"
+    arn = aws["sfn"].add("r1", "TIMED_OUT", ["ReserveInventory"])
+    with pytest.raises(Exception, match="still failing transiently"):
+        aws["reconciler"].reconcile(arn, via="event", now=NOW)
+    assert _drain(aws["sqs"], aws["dlq"]) == []
+    del aws["compensations"].fail["fn-ReleaseInventory"]
+    later = aws["reconciler"].reconcile(arn, via="event", now=NOW + timedelta(minutes=6))  # the lease lapsed
+    assert later.verdict is Verdict.RECONCILED and not later.manual_repair
+    assert len(_drain(aws["sqs"], aws["dlq"])) == 1
+
+
+def test_a_run_that_crashed_after_recording_resumes_and_does_not_record_twice(aws: dict[str, Any]) -> None:
+    arn = aws["sfn"].add("c1", "ABORTED", ["ReserveInventory"])
+    reconciler = aws["reconciler"]
+    original = reconciler._sns.publish
+
+    def refuse(**_kwargs: Any) -> None:
+        raise ClientError({"Error": {"Code": "InternalError"}}, "Publish")
+
+    reconciler._sns.publish = refuse
+    with pytest.raises(ClientError):
+        reconciler.reconcile(arn, via="event", now=NOW)
+    with pytest.raises(ReconcileBusy):  # the lease still holds
+        reconciler.reconcile(arn, via="sweep", now=NOW + timedelta(minutes=1))
+    reconciler._sns.publish = original
+    resumed = reconciler.reconcile(arn, via="sweep", now=NOW + timedelta(minutes=6))
+    assert resumed.verdict is Verdict.RECONCILED and resumed.announced and not resumed.recorded
+    assert len(_drain(aws["sqs"], aws["dlq"])) == 1
+    assert len(_drain(aws["sqs"], aws["alerts"])) == 1
+    assert len(aws["compensations"].calls) == 1  # not compensated again
+
+
+def test_a_message_another_execution_owns_is_left_alone(aws: dict[str, Any]) -> None:
+    owner = aws["sfn"].add("o1", "SUCCEEDED", ["ReserveInventory"], message_id="shared")
+    twin = aws["sfn"].add("o2", "TIMED_OUT", ["ReserveInventory"], message_id="shared")
+    aws["dynamodb"].put_item(TableName="deliveries", Item={"messageId": {"S": "shared"},
+                                                           "executionArn": {"S": owner}})
+    assert aws["reconciler"].reconcile(twin, via="event", now=NOW).verdict is Verdict.NOT_OWNER
+    assert aws["reconciler"].reconcile(owner, via="event", now=NOW).verdict is Verdict.NOT_FAILED
+    assert _drain(aws["sqs"], aws["dlq"]) == [] and aws["compensations"].calls == []
+
+
+def test_what_the_failure_tail_recorded_is_not_reconciled(aws: dict[str, Any]) -> None:
+    arn = aws["sfn"].add("h1", "FAILED", ["ReserveInventory", "ClaimFailure", "HandleFailure"],
+                         error="FailureRecorded")
+    assert aws["reconciler"].reconcile(arn, via="sweep", now=NOW).verdict is Verdict.HANDLED
+
+
+def test_died_in_notify_failure_is_announced_from_the_tails_own_description_without_a_second_record(
+        aws: dict[str, Any]) -> None:
+    tail = {"failure": {"state": "ReserveInventory", "error": "OutOfStock", "cause": "sold out"},
+            "compensation": {"required": False}, "manualRepair": False}
+    arn = aws["sfn"].add("n1", "FAILED", ["ReserveInventory", "ClaimFailure", "HandleFailure", "NotifyFailure"],
+                         error="SNS.InternalErrorException", tail_input=tail,
+                         exited=("ClaimFailure", "HandleFailure"))
+    result = aws["reconciler"].reconcile(arn, via="event", now=NOW)
+    assert result.announced and not result.recorded and aws["compensations"].calls == []
+    assert _drain(aws["sqs"], aws["dlq"]) == []
+    (alert,) = _drain(aws["sqs"], aws["alerts"])
+    assert alert["Subject"] == "[dev] Order saga failed in ReserveInventory"
+
+
+def test_died_in_handle_failure_writes_the_record_the_tail_could_not(aws: dict[str, Any]) -> None:
+    tail = {"failure": {"state": "ChargePayment", "error": "TransientError", "cause": "throttled"},
+            "compensation": {"required": True, "refundPayment": {}}, "manualRepair": False}
+    arn = aws["sfn"].add("d1", "FAILED", ["ReserveInventory", "ChargePayment", "ClaimFailure", "HandleFailure"],
+                         error="SQS.KmsThrottled", tail_input=tail, exited=("ReserveInventory", "ClaimFailure"))
+    result = aws["reconciler"].reconcile(arn, via="event", now=NOW)
+    (stored,) = _drain(aws["sqs"], aws["dlq"])
+    assert stored["failure"]["error"] == "TransientError" and stored["reconciliation"]["status"] == "FAILED"
+    assert result.recorded and not result.announced  # transient: waits for the redriver
+
+
+def test_the_sweep_lists_what_stopped_inside_its_window_only(aws: dict[str, Any]) -> None:
+    recent = aws["sfn"].add("s1", "TIMED_OUT", ["ReserveInventory"], stopped=NOW - timedelta(minutes=30))
+    aws["sfn"].add("s2", "ABORTED", ["ReserveInventory"], stopped=NOW - timedelta(hours=8))
+    aws["sfn"].add("s3", "SUCCEEDED", ["ReserveInventory"], stopped=NOW - timedelta(minutes=5))
+    found = list(aws["reconciler"].sweep(NOW, timedelta(hours=6), timedelta(hours=1)))
+    assert found == [recent]
