@@ -31,19 +31,24 @@ class Waiting:
     max_attempts: int | None
     due_at: datetime | None
 
-    def describe(self, now: datetime) -> str:
-        """`waiting-for-retry: attempt 2 of 3, due 2026-12-01 15:30:00Z`, `retries-exhausted (3 of 3)`, or `-`."""
+    def parts(self, now: datetime) -> list[str]:
+        """The disposition, then what it waits on: `["waiting-for-retry", "attempt 2 of 3", "due ..."]`; `["-"]`."""
         if self.disposition is None:
-            return "-"
+            return ["-"]
         if self.disposition is Disposition.RETRY:
             if self.due_at is None or self.due_at <= now:
                 due = "due now (the Redriver's next run)"
             else:
                 due = f"due {self.due_at.strftime('%Y-%m-%d %H:%M:%SZ')}"
-            return f"{self.disposition.value}: attempt {self.attempt + 1} of {self.max_attempts}, {due}"
+            return [self.disposition.value, f"attempt {self.attempt + 1} of {self.max_attempts}", due]
         if self.disposition is Disposition.EXHAUSTED:
-            return f"{self.disposition.value} ({self.attempt} of {self.max_attempts} automatic redrives)"
-        return self.disposition.value
+            return [self.disposition.value, f"{self.attempt} of {self.max_attempts} automatic redrives"]
+        return [self.disposition.value]
+
+    def describe(self, now: datetime) -> str:
+        """One line: `waiting-for-retry: attempt 2 of 3, due 2026-12-01 15:30:00Z`, `needs-decision`, or `-`."""
+        first, *rest = self.parts(now)
+        return f"{first}: {', '.join(rest)}" if rest else first
 
 
 def policy_of(stack: DeployedStack) -> HealingPolicy | None:

@@ -49,7 +49,7 @@ def failures_list(console: Console, listing: FailureListing, waiting: list[Waiti
         # A body without the key field (not a document the workflow understood) is labelled by its message id.
         table.add_row(r.key or f"message {r.source_message_id or r.message_id}", r.error, r.failed_state,
                       _when(r.failed_at),
-                      "[bold red]YES[/]" if r.manual_repair else "no", w.describe(now),
+                      "[bold red]YES[/]" if r.manual_repair else "no", "\n".join(w.parts(now)),
                       _short(cause_message(r.cause), 60))
     console.print(table)
     if listing.truncated:

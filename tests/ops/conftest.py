@@ -24,7 +24,8 @@ from offline.rehearsal import Rehearsal
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
 
-QUEUE_OUTPUTS = ("SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl")
+QUEUE_OUTPUTS = ("SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl",
+                 "ReconcilerDlqUrl", "ScheduleDlqUrl")
 
 
 @pytest.fixture(scope="package")

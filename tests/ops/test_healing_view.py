@@ -134,10 +134,15 @@ def test_describe_says_which_attempt_is_next_and_when() -> None:
         Waiting(Disposition.RETRY, 0, 3, FAILED_AT).describe(now)
         == "waiting-for-retry: attempt 1 of 3, due now (the Redriver's next run)"
     )
-    assert Waiting(Disposition.EXHAUSTED, 3, 3, None).describe(now) == "retries-exhausted (3 of 3 automatic redrives)"
+    assert Waiting(Disposition.EXHAUSTED, 3, 3, None).describe(now) == "retries-exhausted: 3 of 3 automatic redrives"
     assert Waiting(Disposition.MANUAL_REPAIR, 0, 3, None).describe(now) == "manual-repair"
     assert Waiting(Disposition.NEEDS_DECISION, 0, 3, None).describe(now) == "needs-decision"
     assert Waiting(None, 2, None, None).describe(now) == "-"
+    assert Waiting(Disposition.RETRY, 1, 3, due).parts(now) == [
+        "waiting-for-retry",
+        "attempt 2 of 3",
+        "due 2026-12-01 10:07:00Z",
+    ]
 
 
 def test_without_the_policy_output_nothing_is_classified_but_the_attempt_count_is_read() -> None:

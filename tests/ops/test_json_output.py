@@ -11,7 +11,7 @@ from offline.rehearsal import Rehearsal
 from tests.ops.helpers import failed_orders, ff_ops
 
 FAILURE = {"messageId", "sourceMessageId", "key", "error", "cause", "failedState", "failedAt", "manualRepair",
-           "executionArn"}
+           "executionArn", "disposition", "attempt", "dueAt", "reconciliation"}
 FAILURE_DETAIL = FAILURE | {"compensation", "stateMachineArn", "body", "messageAttributes", "record"}
 UNRECOGNIZED = {"messageId", "reason", "bodyPreview"}
 REDRIVE_ITEM = {"messageId", "key", "error", "action", "newMessageId", "reason"}
@@ -59,14 +59,22 @@ def test_status_document(aws: Rehearsal, cli: CliRunner) -> None:
     _, status = ff_ops(cli, "status")
 
     assert status["schema"] == "ff-ops/status/v1"
-    assert set(status) == {"schema", "stack", "region", "queues", "pipe", "executions"}
+    assert set(status) == {"schema", "stack", "region", "queues", "pipe", "executions", "healing"}
     assert [q["outputKey"] for q in status["queues"]] == [
-        "SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl"]
+        "SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl",
+        "ReconcilerDlqUrl", "ScheduleDlqUrl"]
     assert {frozenset(q) for q in status["queues"]} == {frozenset(QUEUE)}
     assert set(status["pipe"]) == {"name", "currentState", "desiredState", "stateReason"}
     assert set(status["executions"]) == {"windowHours", "counts", "countsTruncated", "recent"}
     assert set(status["executions"]["counts"]) == {"FAILED", "TIMED_OUT", "ABORTED"}
     assert {frozenset(e) for e in status["executions"]["recent"]} == {frozenset(EXECUTION)}
+    assert set(status["healing"]) == {"failureDlq", "healedAutomatically"}
+    assert set(status["healing"]["failureDlq"]) == {"read", "truncated", "unrecognized", "waitingForRetry",
+                                                    "nextDueAt", "needingAPerson", "byDisposition"}
+    assert set(status["healing"]["failureDlq"]["byDisposition"]) == {"retries-exhausted", "manual-repair",
+                                                                     "needs-decision"}
+    assert set(status["healing"]["healedAutomatically"]) == {"windowHours", "service", "executionsReconciled",
+                                                             "failuresAutoRedriven"}
 
 
 def test_error_document(cli: CliRunner) -> None:
