@@ -200,6 +200,16 @@ class Reconciler:
             return Result(Verdict.NOT_OWNER, execution_arn, message_id, status)
         if row.get("reconciliation") == Stage.ANNOUNCED:
             return Result(Verdict.ALREADY_RECONCILED, execution_arn, message_id, status)
+        try:
+            return self._settle(described, row, record, message_id, via=via, now=now)
+        except Exception:
+            # A failure this run saw (not a crash): let the retry in at once rather than after the lease.
+            self._release(message_id, execution_arn)
+            raise
+
+    def _settle(self, described: Mapping[str, Any], row: Mapping[str, Any], record: dict[str, Any],
+                message_id: str, *, via: str, now: datetime) -> Result:
+        execution_arn, status = str(described["executionArn"]), str(described["status"])
         result = Result(Verdict.RECONCILED, execution_arn, message_id, status)
         history = History.from_events(self._history(execution_arn))
         failure, compensation, manual_repair, recorded_by_tail = self._failure(described, history)
@@ -365,6 +375,15 @@ class Reconciler:
         self._dynamodb.update_item(TableName=self._settings.deliveries_table, Key={"messageId": {"S": message_id}},
                                    UpdateExpression=expression, ConditionExpression="executionArn = :arn",
                                    ExpressionAttributeValues=values)
+
+    def _release(self, message_id: str, execution_arn: str) -> None:
+        try:
+            self._dynamodb.update_item(TableName=self._settings.deliveries_table, Key={"messageId": {"S": message_id}},
+                                       UpdateExpression="REMOVE reconcileLeaseUntil",
+                                       ConditionExpression="executionArn = :arn",
+                                       ExpressionAttributeValues={":arn": {"S": execution_arn}})
+        except ClientError:
+            pass  # the lease lapses by itself
 
     def _history(self, execution_arn: str) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []

@@ -211,14 +211,21 @@ def test_a_run_that_crashed_after_recording_resumes_and_does_not_record_twice(aw
     reconciler._sns.publish = refuse
     with pytest.raises(ClientError):
         reconciler.reconcile(arn, via="event", now=NOW)
-    with pytest.raises(ReconcileBusy):  # the lease still holds
-        reconciler.reconcile(arn, via="sweep", now=NOW + timedelta(minutes=1))
     reconciler._sns.publish = original
-    resumed = reconciler.reconcile(arn, via="sweep", now=NOW + timedelta(minutes=6))
+    # The failed run released its lease: the redelivery resumes at once, from RECORDED.
+    resumed = reconciler.reconcile(arn, via="event", now=NOW + timedelta(seconds=1))
     assert resumed.verdict is Verdict.RECONCILED and resumed.announced and not resumed.recorded
     assert len(_drain(aws["sqs"], aws["dlq"])) == 1
     assert len(_drain(aws["sqs"], aws["alerts"])) == 1
     assert len(aws["compensations"].calls) == 1  # not compensated again
+
+
+def test_a_run_holding_the_lease_keeps_a_second_one_out_until_it_lapses(aws: dict[str, Any]) -> None:
+    arn = aws["sfn"].add("b1", "ABORTED", ["ReserveInventory"])
+    aws["reconciler"]._claim("msg-b1", arn, NOW)  # another run took the row and is still working (or crashed)
+    with pytest.raises(ReconcileBusy):
+        aws["reconciler"].reconcile(arn, via="sweep", now=NOW + timedelta(minutes=4))
+    assert aws["reconciler"].reconcile(arn, via="sweep", now=NOW + timedelta(minutes=6)).verdict is Verdict.RECONCILED
 
 
 def test_a_message_another_execution_owns_is_left_alone(aws: dict[str, Any]) -> None:

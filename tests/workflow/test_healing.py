@@ -1,0 +1,179 @@
+"""Self-healing end to end: the synthesized order stack on moto, the real handlers, the Reconciler and the Redriver
+driven by the rehearsal's event source mapping and its virtual clock (Rehearsal.advance fires the schedules).
+
+Each test checks the books independently of the healing code: the inventory, payments and shipments tables read
+directly, the failure DLQ's records and the alerts topic's messages counted."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from offline.faults import Fault, FaultKind
+from offline.orders import OrderKind, make_order, seed_inventory
+from offline.rehearsal import Rehearsal
+
+HOUR = 3600
+CHARGE_RETRIES = 5  # the transient retrier's attempts (4) plus the first call: more faults than that exhaust it
+
+
+def _order(aws: Rehearsal, number: int = 1) -> tuple[str, dict[str, Any]]:
+    import random
+
+    sample = make_order(OrderKind.VALID, number, random.Random(number))
+    return aws.send(sample.body), json.loads(sample.body)
+
+
+def _records(aws: Rehearsal) -> list[dict[str, Any]]:
+    return [json.loads(m["Body"]) for m in aws.messages("FailureDlqUrl")]
+
+
+def _books(aws: Rehearsal, order_id: str) -> tuple[list[str], list[str]]:
+    """(payment statuses, shipment statuses) of one order, read straight from the tables."""
+    payments = [str(p["status"]) for p in aws.items("PaymentsTableName") if p["pk"] == f"ORDER#{order_id}"]
+    shipments = [str(s.get("status")) for s in aws.items("ShipmentsTableName") if s["orderId"] == order_id]
+    return payments, shipments
+
+
+def test_an_outage_longer_than_the_retries_heals_by_itself_unannounced(cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.faults.add(Fault("ChargePayment", FaultKind.SERVICE_ERROR, times=CHARGE_RETRIES + 2))
+        _message_id, body = _order(aws)
+        (first,) = aws.run()
+        assert first.status == "FAILED" and "AnnounceUnlessRetried" in first.states
+        (record,) = _records(aws)
+        assert record["failure"]["state"] == "ChargePayment" and record["manualRepair"] is False
+        assert aws.notifications() == []  # waiting for a retry: not announced
+        assert _books(aws, body["orderId"])[0] in ([], ["REFUNDED"])  # nothing charged survives the compensation
+
+        aws.advance(HOUR)  # past the first cool-off (at most 5 minutes); the outage is over
+
+        assert _records(aws) == []
+        succeeded = [e for e in aws.executions() if e.status == "SUCCEEDED"]
+        assert len(succeeded) == 1
+        attributes = succeeded[0].input[0]["messageAttributes"]
+        assert attributes["ffRedriveAttempt"]["stringValue"] == "1"
+        assert attributes["ffFirstMessageId"]["stringValue"] == first.message_id
+        assert _books(aws, body["orderId"]) == (["CHARGED"], [_books(aws, body["orderId"])[1][0]])
+        assert aws.notifications() == []  # healed: never announced
+
+
+def test_a_failure_that_outlasts_every_automatic_attempt_is_announced_once(cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.faults.add(Fault("ChargePayment", FaultKind.SERVICE_ERROR, times=1000))
+        _order(aws)
+        aws.run()
+        aws.advance(4 * HOUR)  # three automatic attempts, each after its cool-off
+
+        executions = aws.executions()
+        assert len(executions) == 4 and all(e.status == "FAILED" for e in executions)
+        (record,) = _records(aws)
+        assert record["record"]["messageAttributes"]["ffRedriveAttempt"]["stringValue"] == "3"
+        (alert,) = aws.notifications()
+        assert alert[0] == "[dev] Order saga failed in ChargePayment"
+
+
+def test_a_timed_out_execution_is_compensated_recorded_then_redriven(cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly, execution_timeout_seconds=1) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.faults.add(Fault("ArrangeShipping", FaultKind.HANG, times=1))
+        _message_id, body = _order(aws)
+        (held,) = aws.wait_for_hang()
+        deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
+        while aws.execution(held).status == "RUNNING" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        aws.faults.released.set()
+        aws.run()
+
+        (record,) = _records(aws)
+        assert record["reconciliation"]["status"] == "TIMED_OUT"
+        assert record["reconciliation"]["compensated"] == ["CancelShipment", "RefundPayment", "ReleaseInventory"]
+        assert record["manualRepair"] is False
+        payments, shipments = _books(aws, body["orderId"])
+        assert payments == ["REFUNDED"] and all(s != "BOOKED" for s in shipments)  # nothing live is left
+        assert aws.notifications() == []  # a timeout is transient: it waits for the retry
+
+        aws.set_execution_timeout(None)
+        aws.advance(HOUR)
+
+        assert _records(aws) == []
+        assert [e.status for e in aws.executions()].count("SUCCEEDED") == 1
+        assert _books(aws, body["orderId"])[0] == ["CHARGED"]
+
+
+def test_an_abort_during_a_compensation_is_finished_by_the_reconciler_and_announced_once(
+        cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.faults.add(Fault("ArrangeShipping", FaultKind.CRASH, times=1))
+        aws.faults.add(Fault("RefundPayment", FaultKind.HANG, times=1))
+        _message_id, body = _order(aws)
+        (held,) = aws.wait_for_hang()
+        aws.abort(held)
+        aws.faults.released.set()
+        aws.run()
+        aws.advance(HOUR)  # an abort is a person's decision: never redriven
+
+        (execution,) = aws.executions()
+        assert execution.status == "ABORTED"
+        (record,) = _records(aws)
+        assert record["reconciliation"]["status"] == "ABORTED"
+        assert record["reconciliation"]["compensated"] == ["CancelShipment", "RefundPayment", "ReleaseInventory"]
+        assert _books(aws, body["orderId"])[0] == ["REFUNDED"]
+        (alert,) = aws.notifications()
+        assert alert[0] == "[dev] Order saga aborted in RefundPayment" and execution.arn in alert[1]
+
+
+def test_a_lost_status_change_event_is_caught_by_the_sweep(cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1))
+        _order(aws)
+        (held,) = aws.wait_for_hang()
+        aws.abort(held)
+        aws.faults.released.set()
+        aws.bus.rules.clear()  # EventBridge delivers status-change events on a best-effort basis: this one is lost
+        aws.run()
+        assert _records(aws) == []
+
+        aws.advance(20 * 60)  # one sweep (every 15 minutes)
+
+        (record,) = _records(aws)
+        assert record["reconciliation"]["via"] == "sweep"
+        assert len(aws.notifications()) == 1
+
+
+def test_the_reconciler_failing_is_retried_and_reconciles_once(cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.faults.add(Fault("Reconciler", FaultKind.CRASH, times=2))
+        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1))
+        _order(aws)
+        (held,) = aws.wait_for_hang()
+        aws.abort(held)
+        aws.faults.released.set()
+        aws.run()
+        aws.advance(20 * 60)  # the sweep sees it too, and finds it done
+
+        assert aws.faults.fired("Reconciler") == 2
+        assert len(_records(aws)) == 1
+        assert len(aws.notifications()) == 1
+
+
+def test_the_dlq_and_sns_refusing_at_once_ends_recorded_and_announced_once(cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"],)
+        aws.faults.add(Fault("FailureDlq", FaultKind.UNAVAILABLE, times=6))  # HandleFailure's 1 + 5 retries
+        aws.faults.add(Fault("AlertsTopic", FaultKind.UNAVAILABLE, times=3))  # the Reconciler's first publishes
+        sample = make_order(OrderKind.OUT_OF_STOCK, 1, __import__("random").Random(1))
+        aws.send(sample.body)
+        aws.run()
+
+        (record,) = _records(aws)
+        assert record["failure"]["error"] == "OutOfStock"
+        assert record["reconciliation"]["status"] == "FAILED"
+        assert len(aws.notifications()) == 1  # the business error is announced, once, by the Reconciler
