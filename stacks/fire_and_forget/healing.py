@@ -139,11 +139,11 @@ class Healing(Construct):
         self.sweep = self._schedule(
             "Sweep", self.reconciler, healing.sweep_every_minutes,
             {"sweep": {"time": scheduler.ContextAttribute.scheduled_time}},
-            f"Reconciles {r.title} executions whose status-change event was missed")
+            f"Reconciles {r.title} executions whose status-change event was missed", r.key)
         self.redrive_schedule = self._schedule(
             "Redrive", self.redriver, healing.redrive_every_minutes,
             {"time": scheduler.ContextAttribute.scheduled_time},
-            f"Redrives {r.title} transient failures whose cool-off has passed")
+            f"Redrives {r.title} transient failures whose cool-off has passed", r.key)
 
     def _function(self, name: str, handler: str, code: lambda_.Code, r: HealedResources, settings: PipelineSettings,
                   timeout: Duration, description: str, environment: dict[str, str]) -> lambda_.Function:
@@ -196,12 +196,14 @@ class Healing(Construct):
         )
 
     def _schedule(self, name: str, function: lambda_.IFunction, minutes: int, payload: dict[str, object],
-                  description: str) -> scheduler.Schedule:
-        unit = "minute" if minutes == 1 else "minutes"
+                  description: str, key: kms.IKey) -> scheduler.Schedule:
         # Our own role: LambdaInvoke's default grant adds every version and alias of the function (`arn:*`).
         role = iam.Role(self, f"{name}Role", assumed_by=iam.ServicePrincipal(
             "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}}))
         role.add_to_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[function.function_arn]))
+        # Scheduler sends the dead-letter event with this role (configuring-schedule-dlq.html) and the ScheduleDlq is
+        # SSE-KMS: a producer needs GenerateDataKey and Decrypt on the key (SQS sqs-key-management.html).
+        key.grant(role, "kms:GenerateDataKey", "kms:Decrypt")
         acknowledge(
             role, f"AwsSolutions-IAM5[Resource::<{_logical_ref(function)}.Arn>:*]",
             "Added by the aws_scheduler_targets.LambdaInvoke grant (versions and aliases of this one function); "
@@ -211,7 +213,7 @@ class Healing(Construct):
             self,
             name,
             description=description,
-            schedule=scheduler.ScheduleExpression.expression(f"rate({minutes} {unit})"),
+            schedule=scheduler.ScheduleExpression.expression(rate_expression(minutes)),
             target=scheduler_targets.LambdaInvoke(
                 function,
                 input=scheduler.ScheduleTargetInput.from_text(json.dumps(payload)),
@@ -221,6 +223,11 @@ class Healing(Construct):
                 role=role,
             ),
         )
+
+
+def rate_expression(minutes: int) -> str:
+    """`rate(N minutes)`, singular for 1 (schedule-types.html: Scheduler refuses `rate(1 minutes)`)."""
+    return f"rate({minutes} {'minute' if minutes == 1 else 'minutes'})"
 
 
 def _logical_ref(function: lambda_.IFunction) -> str:
