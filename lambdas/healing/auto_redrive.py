@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from fire_and_forget.healing_policy import (
+from ops.healing_policy import (
     ATTEMPT_ATTRIBUTE,
     FIRST_MESSAGE_ATTRIBUTE,
     Disposition,

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
-from fire_and_forget.healing_policy import HealingPolicy
-from fire_and_forget.reconciliation import Reconciler, ReconcilerSettings, Result, Verdict
+from healing.reconciliation import Reconciler, ReconcilerSettings, Result, Verdict
 from healing.telemetry import RECONCILED, RECONCILED_MANUAL_REPAIR, count, logger, metrics
+from ops.healing_policy import HealingPolicy
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext

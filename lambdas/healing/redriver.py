@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 
-from fire_and_forget.healing_policy import Disposition, HealingPolicy
 from healing.auto_redrive import redrive_due
 from healing.telemetry import AUTO_REDRIVEN, NEEDING_A_PERSON, RETRIES_EXHAUSTED, WAITING_FOR_RETRY, logger, metrics
+from ops.healing_policy import Disposition, HealingPolicy
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext

@@ -20,8 +20,8 @@ RUNTIME_PACKAGE = REPO / "lambdas" / "fire_and_forget"
 # The pipeline's own functions (the Reconciler and the Redriver) and the ff-ops modules the Redriver shares with
 # `ff-ops failures redrive` (one send-then-delete): they import only botocore and the standard library.
 HEALING_HANDLERS = REPO / "lambdas" / "healing"
-SHARED_OPS_MODULES = tuple(REPO / "ops" / name for name in ("__init__.py", "dlq.py", "errors.py", "records.py",
-                                                               "redrive.py"))
+SHARED_OPS_MODULES = tuple(REPO / "ops" / name for name in ("__init__.py", "dlq.py", "errors.py", "healing_policy.py",
+                                                               "records.py", "redrive.py"))
 # The newest Python runtime whose minor version the tests can run on too (pyproject's requires-python): the
 # handlers are tested on the interpreter they run on in AWS. See docs/design.md, "Lambda packaging and runtime".
 RUNTIME = lambda_.Runtime.PYTHON_3_13

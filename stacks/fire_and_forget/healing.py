@@ -19,9 +19,9 @@ from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
-from constructs import Construct
+from constructs import Construct, IConstruct
 
-from lambdas.fire_and_forget.healing_policy import HealingPolicy
+from ops.healing_policy import HealingPolicy
 from stacks.fire_and_forget.code import healing_code
 from stacks.fire_and_forget.compliance import acknowledge
 from stacks.fire_and_forget.defaults import dead_letter_queue
@@ -180,7 +180,9 @@ class Healing(Construct):
         if r.compensations:
             # Exactly the compensation functions: grant_invoke would add every version and alias (`arn:*`).
             self.reconciler.add_to_role_policy(iam.PolicyStatement(
-                actions=["lambda:InvokeFunction"], resources=[fn.function_arn for _step, _state, fn in r.compensations]))
+                actions=["lambda:InvokeFunction"],
+                resources=[fn.function_arn for _step, _state, fn in r.compensations]))
+        assert self.reconciler.role is not None
         acknowledge(
             self.reconciler.role, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
             '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
@@ -230,7 +232,7 @@ def rate_expression(minutes: int) -> str:
     return f"rate({minutes} {'minute' if minutes == 1 else 'minutes'})"
 
 
-def _logical_ref(function: lambda_.IFunction) -> str:
-    """The function's logical id as cdk-nag writes it in a finding (`<LogicalId.Arn>`)."""
-    stack = Stack.of(function)
-    return str(stack.resolve(stack.get_logical_id(function.node.default_child)))  # type: ignore[arg-type]
+def _logical_ref(resource: IConstruct) -> str:
+    """The resource's logical id as cdk-nag writes it in a finding (`<LogicalId.Arn>`)."""
+    stack = Stack.of(resource)
+    return str(stack.resolve(stack.get_logical_id(resource.node.default_child)))  # type: ignore[arg-type]

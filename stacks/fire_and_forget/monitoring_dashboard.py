@@ -85,7 +85,8 @@ def _healing(r: MonitoredResources) -> list[cw.IWidget]:
     hour, five = Duration.hours(1), Duration.minutes(5)
     return [
         cw.GraphWidget(title="Healed automatically per hour (reconciled, redriven)", width=THIRD, period=hour,
-                       left=[r.healing_metric(name, hour) for name in ("ExecutionsReconciled", "FailuresAutoRedriven")]),
+                       left=[r.healing_metric(name, hour)
+                             for name in ("ExecutionsReconciled", "FailuresAutoRedriven")]),
         cw.GraphWidget(title="Failure DLQ: waiting for a retry / needing a person", width=THIRD, period=five,
                        left=[r.healing_metric(name, five, cw.Stats.MAXIMUM)
                              for name in ("FailuresWaitingForRetry", "FailuresNeedingAPerson",

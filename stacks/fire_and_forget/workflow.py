@@ -28,8 +28,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from lambdas.fire_and_forget.alerts import LONGEST_VERB, MAX_SUBJECT
-from lambdas.fire_and_forget.healing_policy import ATTEMPT_ATTRIBUTE, TIMEOUT_ERROR
+from ops.healing_policy import ATTEMPT_ATTRIBUTE, LONGEST_VERB, MAX_SUBJECT, TIMEOUT_ERROR
 from stacks.contract import HANDLED_FAILURE_ERROR
 from stacks.fire_and_forget.compliance import acknowledge
 from stacks.fire_and_forget.defaults import state_machine_log_group
@@ -198,7 +197,7 @@ def full_definition(definition: dict[str, Any], max_automatic_attempts: int = 0)
 
     With automatic redrives (`max_automatic_attempts` > 0), HandleFailure goes to AnnounceUnlessRetried, a Choice
     that ends a failure the redriver will retry without announcing it; the condition is the HealingPolicy's
-    (lambdas/fire_and_forget/healing_policy.py) written in ASL, and tests/pipeline/test_healing_policy_asl.py checks
+    (ops/healing_policy.py) written in ASL, and tests/pipeline/test_healing_policy_asl.py checks
     that the two agree.
     """
     merged = dict(definition)
@@ -212,14 +211,14 @@ def full_definition(definition: dict[str, Any], max_automatic_attempts: int = 0)
 
 def announce_or_wait(retried: Mapping[str, frozenset[str]], max_attempts: int) -> dict[str, Any]:
     attempt = f"$$.Execution.Input[0].messageAttributes.{ATTEMPT_ATTRIBUTE}"
-    transient = [{"Variable": "$.failure.error", "StringEquals": TIMEOUT_ERROR}]
+    transient: list[dict[str, Any]] = [{"Variable": "$.failure.error", "StringEquals": TIMEOUT_ERROR}]
     for state, errors in sorted(retried.items()):
         if errors:
             transient.append({"And": [
                 {"Variable": "$.failure.state", "StringEquals": state},
                 _any([{"Variable": "$.failure.error", "StringEquals": error} for error in sorted(errors)]),
             ]})
-    attempts_left = [{"Variable": attempt, "IsPresent": False}]
+    attempts_left: list[dict[str, Any]] = [{"Variable": attempt, "IsPresent": False}]
     attempts_left += [{"Variable": f"{attempt}.stringValue", "StringEquals": str(n)} for n in range(max_attempts)]
     return {
         "Type": "Choice",

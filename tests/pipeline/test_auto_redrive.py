@@ -13,7 +13,7 @@ import pytest
 from moto import mock_aws
 
 from healing.auto_redrive import redrive_due
-from fire_and_forget.healing_policy import (
+from ops.healing_policy import (
     ATTEMPT_ATTRIBUTE,
     FIRST_MESSAGE_ATTRIBUTE,
     Disposition,

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lambdas.fire_and_forget.healing_policy import (
+from ops.healing_policy import (
     ATTEMPT_ATTRIBUTE,
     FIRST_MESSAGE_ATTRIBUTE,
     Disposition,

@@ -18,7 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from fire_and_forget.reconciliation import (
+from healing.reconciliation import (
     Compensation,
     History,
     ReconcileBusy,
@@ -26,7 +26,7 @@ from fire_and_forget.reconciliation import (
     ReconcilerSettings,
     Verdict,
 )
-from lambdas.fire_and_forget.healing_policy import HealingPolicy
+from ops.healing_policy import HealingPolicy
 
 REGION = "us-east-1"
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:saga"

@@ -13,11 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# SNS: "Subjects must be ASCII text that begins with a letter, number, or punctuation mark; must not include line
-# breaks or control characters; and must be less than 100 characters long" (API_Publish).
-MAX_SUBJECT = 99
-VERBS = {"FAILED": "failed", "TIMED_OUT": "timed out", "ABORTED": "aborted"}
-LONGEST_VERB = max(VERBS.values(), key=len)
+from ops.healing_policy import MAX_SUBJECT, VERBS
 
 
 def subject(environment: str, title: str, status: str, state: str) -> str:

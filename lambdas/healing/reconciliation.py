@@ -9,11 +9,12 @@ person must act. It is fed by the failure-events queue and by a periodic sweep; 
 so every run claims the message's row in the deliveries table and moves it through CLAIMED -> RECORDED ->
 ANNOUNCED with conditional writes: a second run finds the work done, or resumes where a crashed one stopped.
 
-Imports only boto3-level names: it runs in the Reconciler function as `fire_and_forget.reconciliation`.
+Imports only boto3-level names: it runs in the Reconciler function as `healing.reconciliation`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,9 +25,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from fire_and_forget.alerts import Alert, failure_alert
 from fire_and_forget.errors import error_code, is_transient
-from fire_and_forget.healing_policy import HealingPolicy, attempt_of
+from healing.alerts import Alert, failure_alert
+from ops.healing_policy import HealingPolicy, attempt_of
 
 RECORD_KIND = "fire-and-forget.failure.v1"
 HANDLED_FAILURE_ERROR = "FailureRecorded"
@@ -377,13 +378,11 @@ class Reconciler:
                                    ExpressionAttributeValues=values)
 
     def _release(self, message_id: str, execution_arn: str) -> None:
-        try:
+        with contextlib.suppress(ClientError):  # if this fails too, the lease lapses by itself
             self._dynamodb.update_item(TableName=self._settings.deliveries_table, Key={"messageId": {"S": message_id}},
                                        UpdateExpression="REMOVE reconcileLeaseUntil",
                                        ConditionExpression="executionArn = :arn",
                                        ExpressionAttributeValues={":arn": {"S": execution_arn}})
-        except ClientError:
-            pass  # the lease lapses by itself
 
     def _history(self, execution_arn: str) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []

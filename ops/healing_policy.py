@@ -8,8 +8,8 @@ queue by itself after a cool-off, at most `max_attempts` times. Never: a busines
 state does not retry), a record flagged for manual repair (a compensation failed), an aborted execution (a person
 stopped it on purpose).
 
-Imports nothing but the standard library: ff-ops imports it as `lambdas.fire_and_forget.healing_policy`, the
-functions as `fire_and_forget.healing_policy`.
+Imports nothing but the standard library: ff-ops imports it as `ops.healing_policy`, the
+functions as `ops.healing_policy`.
 """
 
 from __future__ import annotations
@@ -30,6 +30,11 @@ HEALING_ATTRIBUTES = (ATTEMPT_ATTRIBUTE, FIRST_MESSAGE_ATTRIBUTE)
 # The failure tail's task states: a failure there is the DLQ, the topic or the deliveries table refusing.
 TAIL_TASK_STATES = frozenset({"ClaimFailure", "HandleFailure", "NotifyFailure"})
 TIMEOUT_ERROR = "States.Timeout"
+# The alert subject `[<env>] <title> <verb> in <state>`, bounded at synth (the construct) and at run time (the
+# Reconciler). SNS: "Subjects must be ASCII text ... and must be less than 100 characters long" (API_Publish).
+MAX_SUBJECT = 99
+VERBS = {"FAILED": "failed", "TIMED_OUT": "timed out", "ABORTED": "aborted"}
+LONGEST_VERB = max(VERBS.values(), key=len)
 
 
 class Disposition(StrEnum):
