@@ -15,6 +15,7 @@ from tests.support.alarm_template import ALARM, alarm, dimensions, metric_stats
 from tests.support.template import of_type, one, ref_or_att
 
 LAMBDAS = Path(__file__).resolve().parents[2] / "lambdas" / "orders"
+HEALING_CODE = Path(__file__).resolve().parents[2] / "lambdas" / "healing"
 FUNCTIONS = tuple(spec.construct_id for spec in TASKS)
 QUEUES = {  # the runbook's name -> logical id prefix
     "PipelineSourceQueue": "PipelineSourceQueue4",
@@ -22,7 +23,11 @@ QUEUES = {  # the runbook's name -> logical id prefix
     "FailureDlq": "PipelineFailureHandlingFailureDlq",
     "FailureEventsQueue": "PipelineExecutionEventsFailureEventsQueue",
     "RuleTargetDlq": "PipelineExecutionEventsTargetDlq",
+    "ReconcilerDlq": "PipelineExecutionEventsReconcilerDlq",
+    "ScheduleDlq": "PipelineHealingScheduleDlq",
 }
+HEALING_SERVICE = "orders-healing"  # the Reconciler's and the Redriver's Powertools service (metric dimension)
+HEALING_FUNCTIONS = {"Reconciler": "PipelineHealingReconcilerFunction", "Redriver": "PipelineHealingRedriverFunction"}
 # alarm id -> (namespace, metric, dimension name, resource (type, id prefix), statistic, threshold)
 MACHINE = ("AWS::StepFunctions::StateMachine", "PipelineWorkflow")
 SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float]] = {
@@ -35,8 +40,17 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
                            ("AWS::SQS::Queue", QUEUES["FailureDlq"]), "Maximum", 1),
     "SourceDlqNotEmpty": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName",
                           ("AWS::SQS::Queue", QUEUES["SourceDlq"]), "Maximum", 1),
-    "FailureEventsWaiting": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName",
-                             ("AWS::SQS::Queue", QUEUES["FailureEventsQueue"]), "Maximum", 1),
+    # The Reconciler consumes the queue, so its depth is normally non-zero for a moment: the age says it is behind.
+    "FailureEventsWaiting": ("AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName",
+                             ("AWS::SQS::Queue", QUEUES["FailureEventsQueue"]), "Maximum", 600),
+    "ReconcilerDlqNotEmpty": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName",
+                              ("AWS::SQS::Queue", QUEUES["ReconcilerDlq"]), "Maximum", 1),
+    "ScheduleDlqNotEmpty": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName",
+                            ("AWS::SQS::Queue", QUEUES["ScheduleDlq"]), "Maximum", 1),
+    "ReconcilerErrors": ("AWS/Lambda", "Errors", "FunctionName",
+                         ("AWS::Lambda::Function", HEALING_FUNCTIONS["Reconciler"]), "Sum", 1),
+    "RedriverErrors": ("AWS/Lambda", "Errors", "FunctionName",
+                       ("AWS::Lambda::Function", HEALING_FUNCTIONS["Redriver"]), "Sum", 1),
     "RuleTargetDlqNotEmpty": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName",
                               ("AWS::SQS::Queue", QUEUES["RuleTargetDlq"]), "Maximum", 1),
     "SourceQueueBacklog": ("AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName",
@@ -51,15 +65,13 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
                                        ("AWS::SNS::Topic", "PipelineFailureHandlingAlertsTopic"), "Sum", 1),
     "AlertPathNotificationsFailed": ("AWS/SNS", "NumberOfNotificationsFailed", "TopicName",
                                      ("AWS::SNS::Topic", "PipelineAlertPathAlertPathTopic"), "Sum", 1),
-    "AnnouncementsFailed": ("AWS/States", "ExecutionsFailed", "StateMachineArn",
-                            ("AWS::StepFunctions::StateMachine", "PipelineExecutionEventsAnnouncer"), "Sum", 1),
 } | {
     f"{task}Throttles": ("AWS/Lambda", "Throttles", "FunctionName",
                          ("AWS::Lambda::Function", f"SagaTasks{task}Function"), "Sum", 1)
     for task in FUNCTIONS
 }
 FUNCTION_ALARMS = {f"{task}{kind}" for task in FUNCTIONS for kind in ("UnexpectedErrors", "Throttles")}
-EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate"}
+EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate", "FailuresNeedAPerson"}
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +141,21 @@ def test_failure_rate_is_failed_over_started_guarded_by_a_minimum(template: dict
     assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert props["TreatMissingData"] == "notBreaching"
     assert props["AlarmActions"] == [{"Ref": topic_id}]
+
+
+def test_failures_needing_a_person_alarm_on_the_redriver_s_gauge(template: dict[str, Any], topic_id: str) -> None:
+    """The Redriver publishes, each run, how many failure-DLQ records no automatic retry will heal (a gauge): the
+    alarm fires on the maximum, so one record left for a person alarms until it is dealt with."""
+    _, props = alarm(template, "FailuresNeedAPerson")
+    (metric_stat,) = metric_stats(props).values()
+    assert metric_stat["Metric"]["Namespace"] == "FireAndForget"
+    assert metric_stat["Metric"]["MetricName"] == "FailuresNeedingAPerson"
+    assert dimensions(metric_stat) == {"service": HEALING_SERVICE}
+    assert (metric_stat["Stat"], metric_stat["Period"]) == ("Maximum", 300)
+    assert (props["Threshold"], props["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+    assert props["TreatMissingData"] == "notBreaching"
+    assert props["AlarmActions"] == [{"Ref": topic_id}]
+    assert "docs/runbook.md#" in props["AlarmDescription"]
 
 
 @pytest.mark.parametrize("task", FUNCTIONS)
@@ -209,7 +236,7 @@ def test_every_dashboard_metric_is_bound_to_a_resource_of_this_stack(template: d
     assert rows
     for namespace, _name, dimension, value, _options in rows:
         if namespace == "FireAndForget":
-            assert (dimension, value) == ("service", "order-saga")
+            assert (dimension, value) in {("service", "order-saga"), ("service", HEALING_SERVICE)}
         else:
             assert value.removeprefix("<<").removesuffix(">>") in own[dimension], (namespace, dimension, value)
 
@@ -224,13 +251,24 @@ def test_dashboard_shows_execution_trends_per_hour_day_and_week(widgets: list[di
 
 
 def test_dashboard_counts_what_the_handlers_publish(widgets: list[dict[str, Any]]) -> None:
-    shown = {row[1] for row in metric_rows(widgets) if row[0] == "FireAndForget"}
+    shown = {row[1] for row in metric_rows(widgets) if row[0] == "FireAndForget" and row[3] == "order-saga"}
     code = "".join(p.read_text() for p in LAMBDAS.rglob("*.py"))
     # Steps count("Name") directly; compensations declare their metric in Compensation(metric="Name").
     published = set(re.findall(r'count\("(\w+)"\)', code)) | set(re.findall(r'metric="(\w+)"', code))
     assert shown == published  # every handler metric is on the dashboard, and nothing the handlers never send
     m = ORDER_METRICS
     assert {*m.outcomes, *m.rejections, *m.compensations, "CompensationsFailed"} == shown
+
+
+def test_dashboard_shows_every_metric_the_healing_functions_publish(widgets: list[dict[str, Any]]) -> None:
+    shown = {row[1] for row in metric_rows(widgets) if row[0] == "FireAndForget" and row[3] == HEALING_SERVICE}
+    names = (HEALING_CODE / "telemetry.py").read_text()
+    published = set(re.findall(r'^[A-Z_]+ = "(\w+)"', names, flags=re.MULTILINE))
+    used = "".join(p.read_text() for p in HEALING_CODE.glob("*.py") if p.name != "telemetry.py")
+    constants = dict(re.findall(r'^([A-Z_]+) = "(\w+)"', names, flags=re.MULTILINE))
+    assert all(re.search(rf"\b{name}\b", used) for name in constants), "a declared metric no function publishes"
+    assert shown == published
+    assert {"ExecutionsReconciled", "FailuresAutoRedriven", "FailuresNeedingAPerson"} <= shown
 
 
 def test_dashboard_shows_queues_pipe_and_functions(template: dict[str, Any], widgets: list[dict[str, Any]]) -> None:

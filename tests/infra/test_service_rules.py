@@ -163,10 +163,11 @@ def publish_parameters(definition: dict[str, Any], name: str, state_input: dict[
 
 
 def test_every_state_machine_publish_is_checked(template: dict[str, Any]) -> None:
-    assert {name for _, _, name, _ in publish_states(template)} == {"NotifyFailure", "Announce"}
+    # The rule's announcer state machine is gone: the Reconciler publishes the rest (checked below, in Python).
+    assert {name for _, _, name, _ in publish_states(template)} == {"NotifyFailure"}
 
 
-@pytest.mark.parametrize("which", ["NotifyFailure", "Announce"])
+@pytest.mark.parametrize("which", ["NotifyFailure"])
 def test_every_subject_is_one_sns_accepts_for_the_longest_values(template: dict[str, Any], which: str) -> None:
     ((logical_id, definition, name, _),) = [p for p in publish_states(template) if p[2] == which]
     subjects = {publish_parameters(definition, name, data)["Subject"] for data in worst_inputs(definition)}
@@ -179,7 +180,7 @@ def test_every_subject_is_one_sns_accepts_for_the_longest_values(template: dict[
         assert {s.rsplit(" ", 1)[1] for s in subjects} == failed_state_names(definition) != set()
 
 
-@pytest.mark.parametrize("which", ["NotifyFailure", "Announce"])
+@pytest.mark.parametrize("which", ["NotifyFailure"])
 def test_every_message_is_per_protocol_json_sns_accepts(template: dict[str, Any], which: str) -> None:
     ((logical_id, definition, name, _),) = [p for p in publish_states(template) if p[2] == which]
 
@@ -194,7 +195,7 @@ def test_every_message_is_per_protocol_json_sns_accepts(template: dict[str, Any]
         assert "Cause: " + WORST_CHAR * MAX_CAUSE_CHARS in message["email"]  # the e-mail keeps the whole cause
 
 
-@pytest.mark.parametrize("which", ["NotifyFailure", "Announce"])
+@pytest.mark.parametrize("which", ["NotifyFailure"])
 def test_slack_and_webhooks_get_a_chatbot_custom_notification(template: dict[str, Any], which: str) -> None:
     ((_, definition, name, _),) = [p for p in publish_states(template) if p[2] == which]
     message = publish_parameters(definition, name, worst_inputs(definition)[0])["Message"]
@@ -206,6 +207,44 @@ def test_slack_and_webhooks_get_a_chatbot_custom_notification(template: dict[str
     assert all(isinstance(v, str) for v in card["metadata"]["additionalContext"].values())
     assert json.loads(message["default"]) == card  # whatever protocol the channel subscribes with
     assert not message["email"].lstrip().startswith("{")  # e-mail reads plain text
+
+
+def reconciler_alerts(template: dict[str, Any]) -> list[Any]:
+    """The Reconciler's announcement with every value at its longest, one per status and per state it can name."""
+    from healing.alerts import failure_alert
+
+    (definition,) = [d for lid, d in definitions(template).items() if lid.startswith("PipelineWorkflow")]
+    return [
+        failure_alert(environment=LONGEST_ENVIRONMENT, title="Order saga", pipeline="orders", region="ap-southeast-7",
+                      failure={"state": state, "error": WORST_CHAR * MAX_ERROR_CHARS,
+                               "cause": WORST_CHAR * MAX_CAUSE_CHARS},
+                      manual_repair=True, execution_arn=LONGEST_ARN, status=status, disposition="needs-decision",
+                      failed_at="2026-12-01T00:00:00Z", note="Compensated: " + ", ".join(definition["States"]))
+        for status in ("FAILED", "TIMED_OUT", "ABORTED")
+        for state in [*definition["States"], "S" * 200]
+    ]
+
+
+def test_the_reconciler_s_subjects_are_ones_sns_accepts(template: dict[str, Any]) -> None:
+    for alert in reconciler_alerts(template):
+        assert len(alert.subject) < SUBJECT_LIMIT, alert.subject
+        assert alert.subject.isascii() and alert.subject.isprintable(), alert.subject
+        assert alert.subject[0].isalnum() or not alert.subject[0].isspace(), alert.subject
+
+
+def test_the_reconciler_s_messages_are_per_protocol_json_sns_accepts(template: dict[str, Any]) -> None:
+    for alert in reconciler_alerts(template):
+        message = json.loads(alert.message())  # published with MessageStructure "json"
+        assert {"default", "email", "https"} <= set(message)
+        assert all(isinstance(value, str) for value in message.values())
+        assert len(alert.message().encode()) <= SNS_MESSAGE_BYTES
+        assert "Cause: " + WORST_CHAR * MAX_CAUSE_CHARS in message["email"]
+        card = json.loads(message["https"])
+        assert (card["version"], card["source"], card["content"]["textType"]) == ("1.0", "custom", "client-markdown")
+        assert card["content"]["title"] and card["content"]["description"]
+        assert all(isinstance(v, str) for v in card["metadata"]["additionalContext"].values())
+        assert json.loads(message["default"]) == card
+        assert not message["email"].lstrip().startswith("{")
 
 
 # What each producer can hand a queue at most, from the services' quotas:
