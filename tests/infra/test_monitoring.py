@@ -65,10 +65,11 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
                                        ("AWS::SNS::Topic", "PipelineFailureHandlingAlertsTopic"), "Sum", 1),
     "AlertPathNotificationsFailed": ("AWS/SNS", "NumberOfNotificationsFailed", "TopicName",
                                      ("AWS::SNS::Topic", "PipelineAlertPathAlertPathTopic"), "Sum", 1),
-} | {
-    f"{task}Throttles": ("AWS/Lambda", "Throttles", "FunctionName",
-                         ("AWS::Lambda::Function", f"SagaTasks{task}Function"), "Sum", 1)
-    for task in FUNCTIONS
+    **{
+        f"{task}Throttles": ("AWS/Lambda", "Throttles", "FunctionName",
+                             ("AWS::Lambda::Function", f"SagaTasks{task}Function"), "Sum", 1)
+        for task in FUNCTIONS
+    },
 }
 FUNCTION_ALARMS = {f"{task}{kind}" for task in FUNCTIONS for kind in ("UnexpectedErrors", "Throttles")}
 EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate", "FailuresNeedAPerson"}
