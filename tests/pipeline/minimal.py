@@ -82,12 +82,23 @@ def workflow(
     )
 
 
+def layer(scope: cdk.Stack) -> lambda_.ILayerVersion:
+    """A layer by ARN: building the real DependenciesLayer runs uv, seconds per synth these tests do not need."""
+    found = scope.node.try_find_child("DependenciesLayer")
+    if found is not None:
+        return found  # type: ignore[return-value]
+    return lambda_.LayerVersion.from_layer_version_arn(
+        scope, "DependenciesLayer", "arn:aws:lambda:us-east-1:123456789012:layer:dependencies:1")
+
+
 def props(flow: Workflow, **overrides: Any) -> PipelineProps:
+    scope = cdk.Stack.of(next(iter(flow.functions.values())))
     fields: dict[str, Any] = {
         "name": "minimal",
         "message_key": "id",
         "workflow": flow,
         "metrics": WorkflowMetrics(namespace="Minimal", service="minimal"),
+        "layer": layer(scope),
     }
     return PipelineProps(**(fields | overrides))
 
@@ -96,3 +107,8 @@ def pipeline(
     scope: cdk.Stack, definition_file: Path, construct_id: str = "Pipeline", **overrides: Any
 ) -> FireAndForgetPipeline:
     return FireAndForgetPipeline(scope, construct_id, props=props(workflow(scope, definition_file), **overrides))
+
+
+def pipeline_from(scope: cdk.Stack, flow: Workflow, construct_id: str = "Pipeline",
+                  **overrides: Any) -> FireAndForgetPipeline:
+    return FireAndForgetPipeline(scope, construct_id, props=props(flow, **overrides))
