@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from lambdas.fire_and_forget.healing_policy import Disposition, HealingPolicy, attempt_of, first_message_id
 from ops.errors import OutputsMissing
+from ops.healing_policy import Disposition, HealingPolicy, attempt_of, first_message_id
 from ops.stack import HEALING_POLICY_OUTPUT
 
 if TYPE_CHECKING:

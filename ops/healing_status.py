@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from lambdas.fire_and_forget.healing_policy import Disposition, HealingPolicy
 from ops.failures import list_failures
 from ops.healing import waiting_for
+from ops.healing_policy import Disposition, HealingPolicy
 from ops.stack import PIPELINE_NAME_OUTPUT, DeployedStack
 
 if TYPE_CHECKING:

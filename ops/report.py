@@ -19,7 +19,7 @@ from ops.source_dlq import MoveResult, MoveTask
 from ops.status import StackStatus
 
 if TYPE_CHECKING:
-    from lambdas.fire_and_forget.healing_policy import HealingPolicy
+    from ops.healing_policy import HealingPolicy
 
 Json = dict[str, Any]
 

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from lambdas.fire_and_forget.healing_policy import ATTEMPT_ATTRIBUTE, FIRST_MESSAGE_ATTRIBUTE, HealingPolicy
+from ops.healing_policy import ATTEMPT_ATTRIBUTE, FIRST_MESSAGE_ATTRIBUTE, HealingPolicy
 from ops.records import RECORD_KIND
 
 # A policy shaped like the order saga's: ChargePayment retries a throttle, nothing retries OutOfStock.

@@ -10,10 +10,10 @@ import boto3
 import pytest
 from typer.testing import CliRunner
 
-from lambdas.fire_and_forget.healing_policy import HealingPolicy
 from offline.deployment import ACCOUNT
 from offline.rehearsal import Rehearsal
 from ops.cli import app
+from ops.healing_policy import HealingPolicy
 from tests.ops.healing_records import reconciliation, record_body
 from tests.ops.helpers import failed_orders, ff_ops
 

@@ -10,20 +10,18 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from fire_and_forget import healing_policy as redriver_policy
 from healing import auto_redrive, telemetry
-from lambdas.fire_and_forget.healing_policy import Disposition
 from ops import healing_status
 from ops.errors import OutputsMissing
 from ops.healing import Waiting, policy_of, waiting_for
+from ops.healing_policy import Disposition, HealingPolicy
 from ops.records import FailureRecord, parse
 from ops.stack import DeployedStack
 from tests.ops.healing_records import POLICY, reconciliation, record_body
 
 FAILED_AT = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
-# The Redriver's own copy of the policy, as it builds it in Lambda: from the environment the construct gives it, with
-# the module imported under its Lambda name (a second module object: its Disposition is another enum).
-REDRIVER_POLICY = redriver_policy.HealingPolicy.from_environment(POLICY.to_environment())
+# The Redriver's policy as it builds it in Lambda: from the environment the construct gives it.
+REDRIVER_POLICY = HealingPolicy.from_environment(POLICY.to_environment())
 
 
 def _record(**kwargs: object) -> FailureRecord:
@@ -103,7 +101,7 @@ def test_the_due_time_shown_is_when_the_redriver_sends_it_back(
         sqs,
         dlq_url=dlq,
         source_url=source,
-        policy=REDRIVER_POLICY,  # type: ignore[arg-type]
+        policy=REDRIVER_POLICY,
         now=due - timedelta(seconds=1),
         key_field="orderId",
     )
@@ -111,7 +109,7 @@ def test_the_due_time_shown_is_when_the_redriver_sends_it_back(
         sqs,
         dlq_url=dlq,
         source_url=source,
-        policy=REDRIVER_POLICY,  # type: ignore[arg-type]
+        policy=REDRIVER_POLICY,
         now=due,
         key_field="orderId",
     )
