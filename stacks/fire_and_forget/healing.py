@@ -24,7 +24,7 @@ from constructs import Construct, IConstruct
 from ops.healing_policy import HealingPolicy
 from stacks.fire_and_forget.code import healing_code
 from stacks.fire_and_forget.compliance import acknowledge
-from stacks.fire_and_forget.defaults import dead_letter_queue
+from stacks.fire_and_forget.defaults import SQS_MAX_MESSAGE_BYTES, dead_letter_queue, encrypted_queue
 from stacks.fire_and_forget.settings import PipelineSettings
 from stacks.fire_and_forget.task_resources import task_function
 
@@ -65,12 +65,14 @@ class HealedResources:
 def failure_events_queue(scope: Construct, *, key: kms.IKey, config: PipelineSettings) -> tuple[sqs.Queue, sqs.Queue]:
     """The failure-events queue the Reconciler consumes, and its ReconcilerDlq for events it could not finish."""
     reconciler_dlq = dead_letter_queue(scope, "ReconcilerDlq", key=key, config=config)
-    queue = sqs.Queue(
+    # Holds events not reconciled yet: kept on update and delete like every queue (encrypted_queue's removal policy),
+    # as large as the dead-letter queue it used to be.
+    queue = encrypted_queue(
         scope,
         "FailureEventsQueue",
-        encryption=sqs.QueueEncryption.KMS,
-        encryption_master_key=key,
-        enforce_ssl=True,
+        key=key,
+        config=config,
+        max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
         retention_period=Duration.days(config.dlq_retention_days),
         visibility_timeout=Duration.seconds(RECONCILER_TIMEOUT.to_seconds() * VISIBILITY_FACTOR),
         dead_letter_queue=sqs.DeadLetterQueue(queue=reconciler_dlq, max_receive_count=config.max_receive_count),

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from moto.events.models import EventPattern
 
-from tests.support.template import event_pattern, one, ref_or_att
+from tests.support.template import event_pattern, of_type, one, ref_or_att
 
 EVENTS = Path(__file__).resolve().parents[1] / "events" / "status_change"
 OUR_MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:OrderSaga"
@@ -53,20 +53,18 @@ def test_rule_announces_exactly_what_handle_failure_did_not(
     assert pattern.matches_event(event) is announced
 
 
-def test_rule_sends_readable_alerts_and_keeps_every_event(template: dict[str, Any], rule: dict[str, Any]) -> None:
-    announcer_id, announcer = one(
-        template, "AWS::StepFunctions::StateMachine", "PipelineExecutionEventsAnnouncer"
-    )
+def test_rule_keeps_every_event_for_the_reconciler(template: dict[str, Any], rule: dict[str, Any]) -> None:
+    """One target since the self-healing: the failure-events queue, which the Reconciler consumes; it compensates,
+    records and (if a person is needed) announces, so nothing else may announce the same event."""
     queue_id, _ = one(template, "AWS::SQS::Queue", "PipelineExecutionEventsFailureEventsQueue")
     dlq_id, _ = one(template, "AWS::SQS::Queue", "PipelineExecutionEventsTargetDlq")
     targets = {ref_or_att(t["Arn"]): t for t in rule["Targets"]}
-    assert set(targets) == {announcer_id, queue_id}
-    for target in targets.values():
-        assert ref_or_att(target["DeadLetterConfig"]["Arn"]) == dlq_id
-        assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 86400, "MaximumRetryAttempts": 185}
-    # The announcer gets the whole event and formats it per channel (tests/infra/test_service_rules.py).
-    assert "InputTransformer" not in targets[announcer_id] and "Input" not in targets[announcer_id]
-    assert announcer["Properties"]["StateMachineType"] == "EXPRESS"
-    assert announcer["Properties"]["TracingConfiguration"] == {"Enabled": True}
-    assert announcer["Properties"]["LoggingConfiguration"]["Level"] == "ALL"
-    assert "InputTransformer" not in targets[queue_id]  # the queue keeps the whole event for later processing
+    assert set(targets) == {queue_id}
+    (target,) = targets.values()
+    assert ref_or_att(target["DeadLetterConfig"]["Arn"]) == dlq_id
+    assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 86400, "MaximumRetryAttempts": 185}
+    assert "InputTransformer" not in target and "Input" not in target  # the queue keeps the whole event
+    mappings = [m["Properties"] for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()
+                if ref_or_att(m["Properties"]["EventSourceArn"]) == queue_id]
+    assert len(mappings) == 1
+    assert str(ref_or_att(mappings[0]["FunctionName"])).startswith("PipelineHealingReconcilerFunction")

@@ -87,7 +87,13 @@ def test_outputs_name_every_resource_the_operator_tools_need(template: dict[str,
     assert {
         "SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl",
         "AlertsTopicArn", "StateMachineArn", "PipeName", "PipeArn", "FailureRuleName", "InventoryTableName",
+        # self-healing: ff-ops lists these DLQs and reads the policy the Redriver applies
+        "ReconcilerDlqUrl", "ScheduleDlqUrl", "ReconcilerFunctionName", "RedriverFunctionName", "HealingPolicy",
     } <= set(template["Outputs"])
+
+
+REFERRING_TO_A_FUNCTION = ("AWS::Lambda::EventInvokeConfig", "AWS::Lambda::EventSourceMapping",
+                           "AWS::Lambda::Permission")
 
 
 def test_no_physical_names(template: dict[str, Any]) -> None:
@@ -99,5 +105,9 @@ def test_no_physical_names(template: dict[str, Any]) -> None:
             # The one exception, on purpose: Step Functions asks for /aws/vendedlogs/states/ (docs/design.md), and the
             # name is derived from the stack name, so two stacks never collide (tests/infra/test_log_groups.py).
             if prop == "LogGroupName" and json.dumps(value).startswith('"/aws/vendedlogs/states/'):
+                continue
+            # A mapping or an async-invoke config names the function it belongs to by reference: not a name we chose.
+            if prop == "FunctionName" and resource["Type"] in REFERRING_TO_A_FUNCTION:
+                assert ref_or_att(value) in template["Resources"], f"{logical_id} names a function by hand"
                 continue
             assert value is None, f"{logical_id} sets {prop}"

@@ -19,7 +19,7 @@ from tests.support.template import of_type
 def test_every_generated_state_machine_name_fits(fixture: str, stack: str, request: pytest.FixtureRequest) -> None:
     template: dict[str, Any] = request.getfixturevalue(fixture)
     machines = of_type(template, "AWS::StepFunctions::StateMachine")
-    assert len(machines) == 2  # the workflow and the announcer
+    assert len(machines) == 1  # the workflow (the rule's announcer is gone: the Reconciler is a function)
     for logical_id, machine in machines.items():
         assert "StateMachineName" not in machine["Properties"], logical_id  # generated: replaceable
         assert len(stack) + 1 + len(logical_id) + GENERATED_SUFFIX <= MAX_STATE_MACHINE_NAME, logical_id

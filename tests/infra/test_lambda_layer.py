@@ -81,7 +81,7 @@ def test_no_public_powertools_parameter_is_resolved(template: dict[str, Any]) ->
 def test_every_function_uses_our_layer_on_its_runtime_and_architecture(resources: dict[str, Any]) -> None:
     ((layer_id, layer),) = _layers(resources).items()
     functions = [res["Properties"] for res in resources.values() if res["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 6
+    assert len(functions) == 8  # the six task functions, the Reconciler and the Redriver
     for function in functions:
         assert function["Layers"] == [{"Ref": layer_id}]
         assert function["Runtime"] == RUNTIME.name

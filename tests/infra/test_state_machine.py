@@ -153,14 +153,23 @@ def test_each_message_fails_once_even_when_delivered_twice(states: dict[str, Any
     assert claim["Next"] == "HandleFailure"
 
 
-def test_handle_failure_saves_then_announces_then_fails(states: dict[str, Any], machine: dict[str, Any]) -> None:
+def test_handle_failure_saves_then_announces_unless_retried_then_fails(states: dict[str, Any],
+                                                                      machine: dict[str, Any]) -> None:
     handle = states["HandleFailure"]
     assert handle["Resource"] == "arn:aws:states:::sqs:sendMessage"
     body = handle["Parameters"]["MessageBody"]
     assert {"record.$", "failure.$", "compensation.$", "manualRepair.$", "executionArn.$", "failedAt.$"} <= set(body)
     assert body["record.$"] == "$$.Execution.Input[0]"  # the raw SQS record: messageId and body
     assert handle["Retry"][0]["MaxAttempts"] >= 3
-    alert = states[handle["Next"]]  # FormatFailureAlert builds the per-channel message
+    # Self-healing: a failure the Redriver will retry is recorded, not announced (tests/pipeline/
+    # test_healing_policy.py runs this Choice against the HealingPolicy); every other one is announced.
+    choice = states[handle["Next"]]
+    assert (handle["Next"], choice["Type"]) == ("AnnounceUnlessRetried", "Choice")
+    (wait,) = choice["Choices"]
+    assert wait["Next"] == "FailureRecorded"
+    assert {"Variable": "$.manualRepair", "BooleanEquals": False} in wait["And"]
+    alert = states[choice["Default"]]  # FormatFailureAlert builds the per-channel message
+    assert choice["Default"] == "FormatFailureAlert"
     assert (alert["Type"], alert["ResultPath"]) == ("Pass", "$.alert")
     notify = states[alert["Next"]]
     assert notify["Resource"] == "arn:aws:states:::sns:publish"
