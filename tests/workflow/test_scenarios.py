@@ -14,13 +14,16 @@ from typing import Any
 
 import pytest
 
-from offline.accounting import Place, account
+from offline.accounting import Place, account, advance_past_retries
 from offline.faults import Fault, FaultKind
 from offline.orders import DECLINED_TOKEN, OUT_OF_STOCK_SKU, UNSERVED_COUNTRY, OrderKind, make_order, seed_inventory
 from offline.rehearsal import Execution, Rehearsal
 
 HAPPY = ["ReserveInventory", "ChargePayment", "ArrangeShipping"]
-TAIL = ["ClaimFailure", "HandleFailure", "FormatFailureAlert", "NotifyFailure", "FailureRecorded"]
+# A failure that needs a person is recorded and announced; one the automatic redrive will retry is only recorded.
+TAIL = ["ClaimFailure", "HandleFailure", "AnnounceUnlessRetried", "FormatFailureAlert", "NotifyFailure",
+        "FailureRecorded"]
+TAIL_WAITING = ["ClaimFailure", "HandleFailure", "AnnounceUnlessRetried", "FailureRecorded"]
 
 
 def order(aws: Rehearsal, kind: OrderKind = OrderKind.VALID, number: int = 1) -> tuple[str, dict[str, Any] | str]:
@@ -38,6 +41,18 @@ def failure_record(aws: Rehearsal) -> dict[str, Any]:
     (message,) = aws.messages("FailureDlqUrl")
     record: dict[str, Any] = json.loads(message["Body"])
     return record
+
+
+def alert_text(notification: tuple[str | None, str]) -> str:
+    """The e-mail text of an announcement (published with MessageStructure json, the same by the tail and the
+    Reconciler)."""
+    text: str = json.loads(notification[1])["email"]
+    return text
+
+
+def attribute(record: dict[str, Any], name: str) -> str | None:
+    value = record.get("messageAttributes", {}).get(name)
+    return value.get("stringValue") if isinstance(value, dict) else None
 
 
 def stock(aws: Rehearsal, sku: str) -> int:
@@ -93,8 +108,9 @@ def test_retries_exhausted_run_the_compensations_in_reverse(aws: Rehearsal, step
 
     execution = only(aws.run())
 
+    # Throttling is transient: compensated and recorded, not announced, the record waits for the Redriver.
     done = HAPPY[: HAPPY.index(step) + 1]
-    assert execution.states == [*done, f"{step}Failed", *compensations, *TAIL]
+    assert execution.states == [*done, f"{step}Failed", *compensations, *TAIL_WAITING]
     assert execution.error == "FailureRecorded"
     assert len([w for w in aws.clock.for_execution(execution.arn) if w.state == step]) == 4
     record = failure_record(aws)
@@ -109,8 +125,30 @@ def test_retries_exhausted_run_the_compensations_in_reverse(aws: Rehearsal, step
         assert stock(aws, sku) == 10_000  # everything reserved was given back
     assert aws.items("ShipmentsTableName") == []
     assert all(p["status"] == "REFUNDED" for p in aws.items("PaymentsTableName") if p["pk"].startswith("ORDER#"))
+    assert aws.notifications() == []
+    fate = account(aws, [message_id]).fates[message_id]
+    assert (fate.place, fate.announcements, fate.overdue) == (Place.WAITING, 0, False)
+
+    # Past the cool-offs the Redriver sends it back three times; the fourth failure is recorded and announced once.
+    advance_past_retries(aws)
+
+    executions = aws.executions()
+    assert len(executions) == 4
+    last = executions[-1]
+    assert last.states == [*done, f"{step}Failed", *compensations, *TAIL]
+    record = failure_record(aws)
+    assert record["executionArn"] == last.arn
+    assert attribute(record["record"], "ffRedriveAttempt") == "3"
+    assert attribute(record["record"], "ffFirstMessageId") == message_id
+    assert json.loads(record["record"]["body"]) == body
     (announcement,) = aws.notifications()
-    assert execution.arn in announcement[1]
+    assert last.arn in announcement[1] and "Error: Lambda.TooManyRequestsException" in alert_text(announcement)
+    for sku in {item["sku"] for item in body["items"]}:
+        assert stock(aws, sku) == 10_000
+    ledger = account(aws, [message_id])
+    assert ledger.balanced
+    fate = ledger.fates[message_id]
+    assert (fate.place, fate.announcements, fate.redrives, len(fate.copies)) == (Place.FAILURE_DLQ, 1, 3, 3)
 
 
 @pytest.mark.parametrize(
@@ -164,7 +202,8 @@ def test_a_failing_compensation_marks_the_order_for_manual_repair(aws: Rehearsal
     assert record["manualRepair"] is True
     assert record["compensation"]["refundPayment"]["Error"] == "Runtime.ExitError"
     assert "releaseInventory" not in record["compensation"]
-    assert "Manual repair needed: true" in aws.notifications()[0][1]
+    (announcement,) = aws.notifications()
+    assert "Manual repair needed: true" in alert_text(announcement)
     assert account(aws, [message_id]).fates[message_id].manual_repair is True
 
 
@@ -180,7 +219,7 @@ def test_handle_failure_retries_the_failure_dlq(aws: Rehearsal) -> None:
     assert len(aws.notifications()) == 1
 
 
-def test_failure_dlq_refusing_everything_fails_in_handle_failure_and_the_rule_announces(
+def test_failure_dlq_refusing_everything_fails_in_handle_failure_and_the_reconciler_dlq_alarm_announces(
     aws: Rehearsal,
 ) -> None:
     aws.faults.add(Fault("FailureDlq", FaultKind.UNAVAILABLE))
@@ -191,15 +230,17 @@ def test_failure_dlq_refusing_everything_fails_in_handle_failure_and_the_rule_an
     assert execution.status == "FAILED" and execution.states[-1] == "HandleFailure"  # RedriveExecution resumes here
     assert execution.error not in (None, "FailureRecorded")
     assert execution.input[0]["messageId"] == message_id
-    (announcement,) = aws.notifications()
-    assert "HandleFailure did not announce it" in announcement[1]
+    # The Reconciler cannot record it either, so it announces nothing (it announces only what it recorded); after
+    # the queue's maxReceiveCount the status-change event is in the ReconcilerDlq, whose alarm announces it.
+    assert aws.notifications() == []
+    assert aws.messages("FailureEventsQueueUrl") == []
+    (event,) = aws.messages("ReconcilerDlqUrl")
+    assert json.loads(event["Body"])["detail"]["executionArn"] == execution.arn
     fate = account(aws, [message_id]).fates[message_id]
     assert (fate.place, fate.announcements) == (Place.EXECUTION, 1)
-    (event,) = aws.messages("FailureEventsQueueUrl")
-    assert json.loads(event["Body"])["detail"]["error"] == execution.error
 
 
-def test_sns_failing_is_announced_by_the_rule_instead(aws: Rehearsal) -> None:
+def test_sns_failing_is_announced_by_the_reconciler_instead(aws: Rehearsal) -> None:
     aws.faults.add(Fault("AlertsTopic", FaultKind.UNAVAILABLE, times=6))  # NotifyFailure's 1 + 5 retries
     message_id, _ = order(aws, OrderKind.DECLINED)
 
@@ -208,12 +249,16 @@ def test_sns_failing_is_announced_by_the_rule_instead(aws: Rehearsal) -> None:
     assert execution.status == "FAILED" and execution.states[-1] == "NotifyFailure"  # RedriveExecution resumes here
     fate = account(aws, [message_id]).fates[message_id]
     assert (fate.place, fate.announcements) == (Place.FAILURE_DLQ, 1)
-    assert "HandleFailure did not announce it" in aws.notifications()[0][1]
+    # HandleFailure had recorded it: the Reconciler writes no second record and announces the tail's failure.
+    assert failure_record(aws)["executionArn"] == execution.arn
+    (announcement,) = aws.notifications()
+    assert execution.arn in announcement[1] and "Error: PaymentDeclined" in alert_text(announcement)
 
 
-def test_an_aborted_execution_is_caught_by_the_rule(aws: Rehearsal) -> None:
+def test_an_aborted_execution_is_compensated_recorded_and_announced_by_the_reconciler(aws: Rehearsal) -> None:
     aws.faults.add(Fault("ChargePayment", FaultKind.HANG))
-    message_id, _ = order(aws)
+    message_id, body = order(aws)
+    assert isinstance(body, dict)
     (running,) = aws.wait_for_hang()
 
     aws.abort(running)
@@ -221,10 +266,19 @@ def test_an_aborted_execution_is_caught_by_the_rule(aws: Rehearsal) -> None:
     execution = only(aws.run())
 
     assert execution.status == "ABORTED"
+    record = failure_record(aws)
+    assert record["executionArn"] == execution.arn and record["record"]["messageId"] == message_id
+    assert record["reconciliation"]["status"] == "ABORTED"
+    assert record["reconciliation"]["compensated"] == ["RefundPayment", "ReleaseInventory"]  # last step first
+    for item in body["items"]:
+        assert stock(aws, item["sku"]) == 10_000
+    (announcement,) = aws.notifications()
+    assert "Execution status: ABORTED" in alert_text(announcement) and execution.arn in announcement[1]
+    assert aws.messages("FailureEventsQueueUrl") == []  # the Reconciler consumed the status-change event
     fate = account(aws, [message_id]).fates[message_id]
-    assert (fate.place, fate.announcements) == (Place.EXECUTION, 1)
-    assert "Status: ABORTED" in aws.notifications()[0][1]
-    assert json.loads(aws.messages("FailureEventsQueueUrl")[0]["Body"])["detail"]["status"] == "ABORTED"
+    assert (fate.place, fate.announcements) == (Place.FAILURE_DLQ, 1)
+    advance_past_retries(aws)  # a person stopped it: never redriven by itself
+    assert len(aws.executions()) == 1 and len(aws.notifications()) == 1
 
 
 def test_a_pipe_that_cannot_start_the_execution_ends_in_the_source_dlq(aws: Rehearsal) -> None:
@@ -275,7 +329,7 @@ def test_constants_match_the_handlers_rules() -> None:
     assert OUT_OF_STOCK_SKU.startswith("SKU-")
 
 
-def test_an_execution_that_times_out_is_caught_by_the_rule(cloud_assembly: Path) -> None:
+def test_an_execution_that_times_out_is_compensated_then_redriven(cloud_assembly: Path) -> None:
     with Rehearsal.start(cloud_assembly, execution_timeout_seconds=1) as aws:
         seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
         aws.faults.add(Fault("ArrangeShipping", FaultKind.HANG, times=1))
@@ -290,7 +344,18 @@ def test_an_execution_that_times_out_is_caught_by_the_rule(cloud_assembly: Path)
 
         assert execution.status == "TIMED_OUT"
         assert execution.states == HAPPY  # it was in ArrangeShipping when the clock ran out
-        (announcement,) = aws.notifications()
-        assert "Status: TIMED_OUT" in announcement[1] and execution.arn in announcement[1]
+        record = failure_record(aws)
+        assert record["reconciliation"]["status"] == "TIMED_OUT"
+        assert record["reconciliation"]["compensated"] == ["CancelShipment", "RefundPayment", "ReleaseInventory"]
+        assert aws.notifications() == []  # a timeout is transient: recorded, not announced, waiting for a retry
         fate = account(aws, [message_id]).fates[message_id]
-        assert (fate.place, fate.announcements, fate.manual_repair) == (Place.EXECUTION, 1, True)
+        assert (fate.place, fate.announcements, fate.manual_repair) == (Place.WAITING, 0, False)
+
+        advance_past_retries(aws)
+
+        copy = aws.executions()[-1]
+        assert (copy.status, copy.states) == ("SUCCEEDED", HAPPY)
+        assert attribute(copy.input[0], "ffFirstMessageId") == message_id
+        assert aws.notifications() == [] and aws.messages("FailureDlqUrl") == []
+        ledger = account(aws, [message_id])
+        assert ledger.balanced and ledger.fates[message_id].place is Place.SUCCEEDED
