@@ -71,6 +71,10 @@ def test_no_edge_is_drawn_that_the_asl_does_not_have(definition: dict[str, Any],
         allowed |= {(name, state["Next"])} if "Next" in state else set()
         allowed |= {(name, "__end__")} if state.get("End") else set()
         allowed |= {(name, catcher["Next"]) for catcher in state.get("Catch", [])}
+        # A Choice (the tail's AnnounceUnlessRetried) goes to each rule's Next and to its Default.
+        allowed |= {(name, rule["Next"]) for rule in state.get("Choices", [])}
+        allowed |= {(name, state["Default"])} if "Default" in state else set()
+    assert any(state["Type"] == "Choice" for state in states.values())  # the Choice branch above is exercised
     assert {(source, target) for source, target, _ in edges(dot)} == allowed
 
 
