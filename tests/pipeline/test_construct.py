@@ -205,6 +205,9 @@ def test_the_documented_failure_record_is_the_one_handle_failure_sends() -> None
     doc = (REPO / "docs" / "construct.md").read_text(encoding="utf-8")
     section = doc.split("## The failure record", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE))
-    assert documented == sent
+    # `reconciliation` is the one field only the Reconciler's records carry (documented so; it writes it).
+    assert documented == sent | {"reconciliation"}
+    assert "reconciliation" not in sent
+    assert '"reconciliation": reconciliation' in (REPO / "lambdas" / "healing" / "reconciliation.py").read_text()
     assert body["kind"] == RECORD_KIND == "fire-and-forget.failure.v1"
     assert f"`{RECORD_KIND}`" in section
