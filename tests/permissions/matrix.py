@@ -19,15 +19,14 @@ from tests.permissions.checks import (
     ROLE_USERS,
     SNS_PUBLISH_KEY,
     SQS_SEND_KEY,
-    TABLE_CALLS,
     Check,
     other_account,
 )
+from tests.permissions.healing_edges import HealingEdges, uncovered_healing
 from tests.permissions.resolver import ACCOUNT, OTHER_ACCOUNT, STACK_NAME, arn
-from tests.permissions.shapes import CheckShapes
 
 
-class MatrixBuilder(CheckShapes):
+class MatrixBuilder(HealingEdges):
     """The architecture's edges, each made of the shapes in tests/permissions/shapes.py; `build()` adds them all."""
 
     def trust(self) -> None:
@@ -146,10 +145,13 @@ class MatrixBuilder(CheckShapes):
             role = self.a.lid(props["Role"])
             variables = props.get("Environment", {}).get("Variables", {})
             used = {self.a.lid(v) for k, v in variables.items() if k.endswith("_TABLE_NAME")}
+            allowed_calls, denied_calls = self.table_calls(function)
             for table in sorted(used):
                 self.a.covered.add(("function-table", f"{function}.{table}"))
                 edge = f"function {function} uses {table}"
-                for action in TABLE_CALLS:
+                for action in denied_calls:
+                    self.denied(edge, role, action, self.a.att(table), "a table call it never makes", table)
+                for action in allowed_calls:
                     self.role_call(
                         edge,
                         role,
@@ -283,6 +285,7 @@ class MatrixBuilder(CheckShapes):
         self.alarms()
         self.subscriptions()
         self.chatbot()
+        self.healing()
         return self
 
 
@@ -313,7 +316,7 @@ def uncovered(builder: MatrixBuilder) -> list[str]:
     for policy in a.of_type("AWS::IAM::ManagedPolicy"):
         if ("managed-policy", policy) not in a.covered:
             missing.append(f"managed policy {policy}")
-    return missing
+    return missing + uncovered_healing(builder)
 
 
 __all__ = ["ACCOUNT", "OPERATOR", "STACK_NAME", "Check", "MatrixBuilder", "uncovered"]

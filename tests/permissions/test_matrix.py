@@ -6,7 +6,6 @@ from typing import Any
 
 from tests.permissions.matrix import MatrixBuilder, uncovered
 from tests.permissions.operator import GRANTED_BEYOND_OPS, OPS_CALLS, ops_boto3_calls
-from tests.support.cdk import STACK_NAME
 
 ALLOWED = "Allowed"
 DENIED = {"ExplicitlyDenied", "ImplicitlyDenied"}
@@ -46,9 +45,13 @@ def test_matrix_judges_both_ways_for_every_kind_of_principal(matrix: MatrixBuild
         "not an ff-ops call",
     ):
         assert any(c.why == why and not c.allowed for c in matrix.checks), why
-    # The catalog's one function uses both of its tables: no table stands outside its environment to deny.
-    outside = any(c.why.endswith("is not in its environment") for c in matrix.checks)
-    assert outside == (stack_name == STACK_NAME)
+    # Every stack has a Reconciler, whose environment names only the deliveries table: the others stand outside it.
+    outside = {c.principal for c in matrix.checks if c.why.endswith("is not in its environment")}
+    assert any("PipelineHealingReconciler" in principal for principal in outside), stack_name
+    for why in ("a function it does not run", "a queue that is not its DLQ", "a queue that is not its source",
+                "not a compensation", "a table call it never makes", "a queue it does not redrive to"):
+        assert any(c.why == why and not c.allowed for c in matrix.checks), why
+    assert "scheduler.amazonaws.com" in principals
 
 
 def test_every_role_target_alarm_action_and_dlq_of_the_template_is_in_the_matrix(matrix: MatrixBuilder) -> None:
