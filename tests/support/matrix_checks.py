@@ -8,7 +8,7 @@ from typing import Any
 
 from moto.sns.models import sns_backends
 
-from offline.accounting import Ledger
+from offline.accounting import Ledger, Place
 from offline.deployment import ACCOUNT
 from offline.orders import OrderKind, SampleOrder
 from offline.rehearsal import Execution, Rehearsal
@@ -69,29 +69,81 @@ def start_response_lost_ran_twice(aws: Rehearsal, ledger: Ledger, samples: list[
 
 
 def held_send_completed_after_abort(aws: Rehearsal, ledger: Ledger, samples: list[SampleOrder]) -> None:
-    """HandleFailure's SendMessage was in flight when the execution was aborted; it still delivered the record."""
+    """HandleFailure's SendMessage was in flight when the execution was aborted; it still delivered the record, and
+    the Reconciler, which sees HandleFailure entered but never exited, recorded the abort beside it."""
     order_id = sample(samples, OrderKind.DECLINED).order_id
     (declined,) = executions_of(aws, order_id)
     assert declined.status == "ABORTED" and declined.states[-1] == "HandleFailure"
     assert aws.faults.held == ["FailureDlq"] and aws.faults.completed_holds == ["FailureDlq"]
-    assert len(failure_records(aws, order_id)) == 1
-    assert naming(alerts(aws), declined) == 1  # the rule's ABORTED alert; NotifyFailure never ran
+    records = failure_records(aws, order_id)
+    assert {r["executionArn"] for r in records} == {declined.arn}
+    assert sorted(bool(r.get("reconciliation")) for r in records) == [False, True]  # the tail's, the Reconciler's
+    assert all(r["failure"]["error"] == "PaymentDeclined" for r in records)  # the tail's description is kept
+    assert naming(alerts(aws), declined) == 1  # the Reconciler's ABORTED alert; NotifyFailure never ran
 
 
 def one_order_unannounced_by_sns(aws: Rehearsal, ledger: Ledger, samples: list[SampleOrder]) -> None:
-    """SNS refused one order's alerts only: NotifyFailure's and the rule's; its rule alert waits in the target DLQ."""
+    """SNS refused one order's alerts only: NotifyFailure's and the Reconciler's; after the failure-events queue's
+    maxReceiveCount its status-change event waits in the ReconcilerDlq, whose alarm announces it."""
     (declined,) = executions_of(aws, sample(samples, OrderKind.DECLINED).order_id)
     assert declined.status == "FAILED" and declined.states[-1] == "NotifyFailure"
     assert naming(alerts(aws), declined) == 0
-    # The rule's alert for it was not delivered either (its target refused it: the target DLQ keeps it).
-    lost = [
-        d
-        for d in aws.bus.deliveries
-        if d.event["detail"]["executionArn"] == declined.arn and (not d.delivered or getattr(d, "alert_lost", False))
-    ]
-    assert len(lost) == 1 and len(aws.bus.deliveries) >= 1
+    (event,) = aws.messages("ReconcilerDlqUrl")
+    assert json.loads(event["Body"])["detail"]["executionArn"] == declined.arn
+    assert ledger.fates[declined.message_id or ""].announcements == 1  # by the alarm ReconcilerDlqNotEmpty
+    assert len(failure_records(aws, sample(samples, OrderKind.DECLINED).order_id)) == 1  # HandleFailure's
     others = [e for e in aws.executions() if e.status == "FAILED" and e.arn != declined.arn]
     assert len(others) == 2 and [naming(alerts(aws), e) for e in others] == [1, 1]
+
+
+def _attempt(execution: Execution) -> int:
+    value = execution.input[0].get("messageAttributes", {}).get("ffRedriveAttempt", {}).get("stringValue")
+    return int(value) if value else 0
+
+
+def exhausted_after_three_redrives(aws: Rehearsal, ledger: Ledger, samples: list[SampleOrder]) -> None:
+    """Each valid order ran four times (the caller's message and three automatic redrives), every run compensated;
+    only the last was announced, and its record is the one left."""
+    for valid in [s for s in samples if s.kind is OrderKind.VALID]:
+        runs = executions_of(aws, valid.order_id)
+        assert sorted(_attempt(e) for e in runs) == [0, 1, 2, 3]
+        assert all(e.states[-1] == "FailureRecorded" and "CancelShipment" in e.states for e in runs)
+        last = max(runs, key=_attempt)
+        assert [naming(alerts(aws), e) for e in sorted(runs, key=_attempt)] == [0, 0, 0, 1]
+        (record,) = failure_records(aws, valid.order_id)
+        assert record["executionArn"] == last.arn
+        fate = ledger.fates[min(runs, key=_attempt).message_id or ""]  # the caller's message, attempt 0
+        assert (fate.redrives, fate.announcements, fate.place) == (3, 1, Place.FAILURE_DLQ)
+
+
+def healed_by_one_redrive(aws: Rehearsal, ledger: Ledger, samples: list[SampleOrder]) -> None:
+    """The first run's retries ran out; it was compensated and recorded unannounced; its one redrive succeeded."""
+    runs = sorted(executions_of(aws, samples[0].order_id), key=_attempt)
+    assert [(_attempt(e), e.status) for e in runs] == [(0, "FAILED"), (1, "SUCCEEDED")]
+    assert runs[0].states[-1] == "FailureRecorded" and "FormatFailureAlert" not in runs[0].states
+    assert [naming(alerts(aws), e) for e in runs] == [0, 0]
+    assert failure_records(aws, samples[0].order_id) == []
+    fate = ledger.fates[runs[0].message_id or ""]
+    assert (fate.place, fate.redrives, fate.copies) == (Place.SUCCEEDED, 1, [runs[1].message_id])
+
+
+def aborted_reconciled(aws: Rehearsal, ledger: Ledger, samples: list[SampleOrder]) -> None:
+    """The aborted execution's entered steps were compensated by the Reconciler, recorded, announced once."""
+    (aborted,) = [e for e in executions_of(aws, samples[0].order_id) if e.status == "ABORTED"]
+    (record,) = failure_records(aws, samples[0].order_id)
+    assert record["reconciliation"]["status"] == "ABORTED" and record["executionArn"] == aborted.arn
+    assert record["reconciliation"]["compensated"] == ["RefundPayment", "ReleaseInventory"]
+    assert naming(alerts(aws), aborted) == 1
+    assert len(executions_of(aws, samples[0].order_id)) == 1  # never redriven by itself
+
+
+def timed_out_healed(aws: Rehearsal, ledger: Ledger, samples: list[SampleOrder]) -> None:
+    """The timed-out execution was compensated and recorded unannounced; its automatic redrive succeeded."""
+    runs = sorted(executions_of(aws, samples[0].order_id), key=_attempt)
+    assert [(_attempt(e), e.status) for e in runs] == [(0, "TIMED_OUT"), (1, "SUCCEEDED")]
+    assert [naming(alerts(aws), e) for e in runs] == [0, 0]
+    assert failure_records(aws, samples[0].order_id) == []
+    assert ledger.fates[runs[0].message_id or ""].place is Place.SUCCEEDED
 
 
 def alert_path_alarm_targets_the_second_topic(aws: Rehearsal, ledger: Ledger, samples: list[SampleOrder]) -> None:
