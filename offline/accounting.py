@@ -180,6 +180,12 @@ def advance_past_retries(aws: Rehearsal, step_seconds: int = RETRY_STEP_SECONDS,
     return travelled
 
 
+def caller_of(execution: Execution) -> str | None:
+    """The caller's messageId an execution works for: its own record's, or the one a redriven copy carries."""
+    record = _record_of(execution)
+    return first_message_id(record) if record is not None else None
+
+
 def _follow_copies(fates: dict[str, MessageFate], records: list[dict[str, Any]]) -> None:
     """Note each caller message's redriven copies and the attempt of its last one."""
     copies: dict[str, dict[str, int]] = {}

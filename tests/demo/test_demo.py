@@ -25,6 +25,8 @@ def test_the_demo_accounts_for_every_message(cloud_assembly: Path, tmp_path: Pat
     assert conservation["balanced"] is True and conservation["saga_violations"] == []
     assert conservation["in"] == conservation["accounted"] == data["messages_in"] == sum(data["outcomes"].values())
     assert conservation["announced_twice"] == conservation["lost"] == 0
+    # The demo advanced its clock past every cool-off: nothing is left waiting for an automatic retry.
+    assert conservation["waiting_for_retry"] == conservation["overdue_retries"] == 0
     if not chaos:  # without faults, no retries: a success is exactly its three steps
         assert data["transitions_per_outcome"]["succeeded"] == {"mean": 3.0, "min": 3, "max": 3}
     assert data["cost_per_million_orders_usd"] > 0
@@ -44,6 +46,8 @@ def test_the_demo_accounts_for_every_message(cloud_assembly: Path, tmp_path: Pat
     assert "(not JSON): the body is not JSON" in text
     if chaos:
         assert data["outcomes"]["needs manual repair"] >= 1
+        # One outage outlasts the Retry and heals by one redrive; one never heals and spends all three.
+        assert conservation["redriven_automatically"] >= 2
         assert "never handed over, in source DLQ" in data["outcomes"]
         assert "needs manual repair: docs/runbook.md#r1-failed-orders-in-the-failure-dlq (step 2" in text
         assert "never handed over, in source DLQ: docs/runbook.md#r2-messages-in-the-source-dlq" in text
@@ -72,6 +76,10 @@ def test_an_unbalanced_ledger_is_not_balanced() -> None:
     assert not Ledger({"a": MessageFate("a", [Place.FAILURE_DLQ], announcements=2)}).balanced
     assert not Ledger({"a": MessageFate("a", [Place.FAILURE_DLQ], announcements=0)}).balanced
     assert not Ledger({"a": MessageFate("a", [Place.SUCCEEDED], announcements=1)}).balanced
+    # Waiting for an automatic retry: quiet and unannounced while its cool-off runs, wrong once overdue or announced.
+    assert Ledger({"a": MessageFate("a", [Place.WAITING])}).balanced
+    assert not Ledger({"a": MessageFate("a", [Place.WAITING], overdue=True)}).balanced
+    assert not Ledger({"a": MessageFate("a", [Place.WAITING], announcements=1)}).balanced
 
 
 def test_missing_assembly_is_a_clear_error(tmp_path: Path) -> None:
