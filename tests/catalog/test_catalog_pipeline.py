@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 import ops.dlq
-from offline.accounting import Place, account
+from offline.accounting import Place, account, advance_past_retries
 from offline.faults import Fault, FaultKind
 from offline.rehearsal import Execution, Rehearsal
 from ops.cli import app as ff_ops_app
@@ -163,14 +163,17 @@ def test_an_older_version_after_a_newer_one_leaves_the_newer(aws: Rehearsal) -> 
     assert places(aws, [newer, older]) == {newer: ["search index"], older: ["succeeded, another version in the index"]}
 
 
-def test_a_dynamodb_outage_longer_than_the_retries_is_recorded_then_redriven_by_ff_ops(aws: Rehearsal) -> None:
+def test_a_dynamodb_outage_longer_than_the_retries_is_recorded_unannounced_then_redriven_by_ff_ops(
+    aws: Rehearsal,
+) -> None:
     # Given the search-index table answers 503 to every call, for longer than the workflow retries
     outage = aws.faults.add(Fault("SearchIndexTable", FaultKind.UNAVAILABLE))
     message_id = aws.send(product("sku-4", 1))
 
     (execution,) = aws.run()
 
-    # Then each attempt failed (botocore tried three times each), and the message is in the failure DLQ, announced once
+    # Then each attempt failed (botocore tried three times each), and the message is in the failure DLQ, not announced:
+    # TransientError is what IndexProduct's Retry retries, so the record waits for an automatic redrive
     attempts = [i for i in aws.runtime.invocations if i.task == "IndexProduct"]
     assert [i.error_type for i in attempts] == ["TransientError"] * INDEX_PRODUCT_ATTEMPTS
     assert outage.fired == CALLS_PER_ATTEMPT * INDEX_PRODUCT_ATTEMPTS
@@ -178,8 +181,9 @@ def test_a_dynamodb_outage_longer_than_the_retries_is_recorded_then_redriven_by_
     (record_message,) = aws.messages("FailureDlqUrl")
     record = json.loads(record_message["Body"])
     assert record["failure"]["error"] == "TransientError" and record["record"]["messageId"] == message_id
-    assert alerts_naming(aws, execution.arn) == 1
+    assert alerts_naming(aws, execution.arn) == 0 and aws.notifications() == []
     assert places(aws, [message_id]) == {message_id: ["failure DLQ"]}
+    assert account(aws, [message_id]).fates[message_id].place is Place.WAITING
 
     # When the outage ends and the operator redrives the failure with ff-ops
     aws.faults.clear()
@@ -188,15 +192,37 @@ def test_a_dynamodb_outage_longer_than_the_retries_is_recorded_then_redriven_by_
     redriven = item["newMessageId"]
     aws.run()
 
-    # Then the redriven copy is indexed, the failure DLQ is empty, and no new alert was raised
+    # Then the redriven copy is indexed, the failure DLQ is empty, and no alert was ever raised
     assert code == 0 and summary["summary"]["redriven"] == 1
     assert item["messageId"] == record_message["MessageId"] and item["key"] == "sku-4"  # keyed by productId
     assert failure_records(aws) == []
     (indexed,) = aws.items("SearchIndexTableName")
     assert (indexed["productId"], indexed["version"], indexed["messageId"]) == ("sku-4", 1, redriven)
-    assert len(aws.notifications()) == 1
+    assert aws.notifications() == []
     assert places(aws, [message_id, redriven]) == {message_id: [], redriven: ["search index"]}
     assert {fate.place for fate in account(aws, [redriven]).fates.values()} == {Place.SUCCEEDED}
+
+
+def test_a_dynamodb_outage_longer_than_the_retries_heals_by_the_automatic_redrive(aws: Rehearsal) -> None:
+    # Given an outage that outlasts one execution's retries, then ends
+    aws.faults.add(Fault("SearchIndexTable", FaultKind.UNAVAILABLE, times=CALLS_PER_ATTEMPT * INDEX_PRODUCT_ATTEMPTS))
+    message_id = aws.send(product("sku-7", 1))
+    (execution,) = aws.run()
+    assert execution.states[-1] == "FailureRecorded" and aws.notifications() == []
+
+    # When the clock passes the cool-off, the Redriver sends the record back to the source queue
+    assert advance_past_retries(aws) > 0
+
+    # Then the copy (carrying the caller's messageId) is indexed, the DLQ is empty, nobody was told
+    copy = aws.executions()[-1]
+    assert copy.status == "SUCCEEDED" and copy.input[0]["messageAttributes"]["ffFirstMessageId"]["stringValue"] == (
+        message_id)
+    (indexed,) = aws.items("SearchIndexTableName")
+    assert (indexed["productId"], indexed["messageId"]) == ("sku-7", copy.message_id)
+    assert failure_records(aws) == [] and aws.notifications() == []
+    ledger = account(aws, [message_id])
+    assert ledger.balanced and ledger.fates[message_id].place is Place.SUCCEEDED
+    assert ledger.fates[message_id].redrives == 1
 
 
 def test_ff_ops_status_and_failures_list_read_the_catalog_stack(aws: Rehearsal) -> None:
