@@ -14,6 +14,7 @@ healthy traffic, a duplicate delivery included, must leave every alarm OK.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections import Counter
@@ -27,6 +28,9 @@ import pytest
 from offline.faults import Fault, FaultKind
 from offline.orders import OrderKind, make_order, seed_inventory
 from offline.rehearsal import Rehearsal
+from ops.healing import waiting_for
+from ops.healing_policy import Disposition, HealingPolicy
+from ops.records import FailureRecord, parse
 from stacks.orders.tasks import TASKS
 from tests.support.alarms import Evaluation, alarms, create_in_moto, evaluate
 
@@ -56,21 +60,42 @@ class Outcome:
     queue_depths: dict[str, int]
     start_failures: int
     undelivered: int
-    announcements_failed: int  # AnnounceExecutionFailure executions that ended FAILED
+    function_errors: Counter[str]  # failed invocations by task (the Reconciler's and the Redriver's among them)
+    needing_a_person: int  # failure records needing a person when the Redriver last ran to its end
+    failure_dlq_peak: int  # the failure DLQ's depth before the Redriver sent a record back (Maximum over the period)
     moto_states: dict[str, str]  # the state moto's CloudWatch reports for each alarm, as put there
 
 
-def outcome(aws: Rehearsal, evaluated: dict[str, Evaluation]) -> Outcome:
+def outcome(aws: Rehearsal, evaluated: dict[str, Evaluation], needing_a_person: int = 0,
+            failure_dlq_peak: int = 0) -> Outcome:
     depths = {key: len(aws.messages(key)) for key in ("FailureDlqUrl", "SourceDlqUrl", "FailureEventsQueueUrl",
-                                                       "EventTargetDlqUrl")}
+                                                       "EventTargetDlqUrl", "ReconcilerDlqUrl", "ScheduleDlqUrl")}
     moto_states = {alarm["AlarmName"]: alarm["StateValue"]
                    for page in aws.cloudwatch.get_paginator("describe_alarms").paginate()
                    for alarm in page["MetricAlarms"]}
-    announcements_failed = sum(1 for delivery in aws.bus.deliveries
-                               if delivery.execution is not None and delivery.execution["status"] == "FAILED")
+    errors = Counter(i.task for i in aws.runtime.invocations if i.error_type is not None)
     return Outcome(evaluated, Counter(e.status for e in aws.executions()), depths, aws.pipe.stats.start_failures,
-                   sum(1 for delivery in aws.bus.deliveries if not delivery.delivered), announcements_failed,
-                   moto_states)
+                   sum(1 for delivery in aws.bus.deliveries if not delivery.delivered), errors, needing_a_person,
+                   max(failure_dlq_peak, depths["FailureDlqUrl"]), moto_states)
+
+
+def needing_a_person(aws: Rehearsal) -> int:
+    """What the Redriver counts in the failure DLQ: records whose disposition needs a person (ops/healing.py's rule,
+    the Redriver's own)."""
+    policy = HealingPolicy.from_environment(json.loads(aws.outputs["HealingPolicy"]))
+    records = [parse(message) for message in aws.messages("FailureDlqUrl")]  # type: ignore[arg-type]
+    return sum(1 for record in records if isinstance(record, FailureRecord)
+               and waiting_for(record, policy).disposition is not Disposition.RETRY)
+
+
+def refuse_rule_deliveries(aws: Rehearsal) -> str:
+    """The failure-events queue refusing EventBridge (its queue or key policy denying events.amazonaws.com): the
+    rehearsal's bus is pointed at a queue that does not exist, so every delivery attempt fails. Returns the URL to
+    put back."""
+    url = aws.outputs["FailureEventsQueueUrl"]
+    (arn,) = [arn for arn, queue_url in aws.bus.queue_urls.items() if queue_url == url]
+    aws.bus.queue_urls[arn] = url + "-refusing"
+    return arn
 
 
 def send(aws: Rehearsal, kind: OrderKind, number: int) -> str | None:
@@ -140,14 +165,25 @@ def failures(cloud_assembly: Path) -> Outcome:
             send(aws, OrderKind.VALID, number)
         aws.run()
 
-        # The alerts topic down: NotifyFailure fails, the rule starts AnnounceExecutionFailure, whose publish fails
-        # too. For a second order EventBridge cannot even start the announcer: its delivery ends in the target DLQ.
+        # The alerts topic down: NotifyFailure fails, the rule hands the execution to the Reconciler, whose publish
+        # fails too (and its first run crashes outright); after the failure-events queue's maxReceiveCount the event
+        # is in the ReconcilerDlq. For a second order EventBridge cannot deliver to the queue at all: its delivery
+        # ends in the rule's target DLQ.
         aws.faults.add(Fault("AlertsTopic", FaultKind.UNAVAILABLE))
+        aws.faults.add(Fault("Reconciler", FaultKind.CRASH, times=1))
         send(aws, OrderKind.DECLINED, 70)
-        refused_announcement = make_order(OrderKind.DECLINED, 71, random.Random(71)).order_id
-        aws.faults.add(Fault("StartAnnouncement", FaultKind.START_REFUSED, order_id=refused_announcement))
+        aws.run()
+        events_arn = refuse_rule_deliveries(aws)
         send(aws, OrderKind.DECLINED, 71)
         aws.run()
+        aws.bus.queue_urls[events_arn] = aws.outputs["FailureEventsQueueUrl"]
+        # The Redriver's first tick fails on all of Lambda's three asynchronous attempts: to the ScheduleDlq. The
+        # second runs to its end and counts the records that need a person.
+        aws.faults.add(Fault("Redriver", FaultKind.CRASH, times=3))
+        aws.advance(300)
+        counted, peak = needing_a_person(aws), len(aws.messages("FailureDlqUrl"))
+        aws.advance(300)  # it sends the timed-out execution's record back; the copy succeeds
+        assert len(aws.messages("FailureDlqUrl")) == peak - 1 and aws.executions()[-1].status == "SUCCEEDED"
 
         every = alarms(aws)
         evaluated = {name: evaluate(aws, alarm) for name, alarm in every.items()}
@@ -157,7 +193,12 @@ def failures(cloud_assembly: Path) -> Outcome:
         later = datetime.now(UTC) + timedelta(seconds=every["SourceQueueBacklog"].threshold + 1)
         aws.metrics.sample_queues(at=later)
         evaluated["SourceQueueBacklog"] = evaluate(aws, every["SourceQueueBacklog"], at=later)
-        return outcome(aws, evaluated)
+        # The Reconciler stopped consuming, a status-change event waiting: its age sampled past the threshold.
+        aws.sqs.send_message(QueueUrl=aws.outputs["FailureEventsQueueUrl"], MessageBody=json.dumps({"detail": {}}))
+        later = datetime.now(UTC) + timedelta(seconds=every["FailureEventsWaiting"].threshold + 1)
+        aws.metrics.sample_queues(at=later)
+        evaluated["FailureEventsWaiting"] = evaluate(aws, every["FailureEventsWaiting"], at=later)
+        return outcome(aws, evaluated, counted, peak)
 
 
 @pytest.fixture(scope="module")
@@ -179,15 +220,19 @@ TRIPPED_BY: dict[str, tuple[str, Callable[[Outcome], float]]] = {
     "ExecutionsAborted": ("an execution stopped", lambda o: o.statuses["ABORTED"]),
     "FailureRate": ("half of 27 executions not succeeding", lambda o: 100 * (
         o.statuses["FAILED"] + o.statuses["TIMED_OUT"] + o.statuses["ABORTED"]) / o.statuses.total()),
-    "FailureDlqNotEmpty": ("failed orders", lambda o: o.queue_depths["FailureDlqUrl"]),
+    "FailureDlqNotEmpty": ("failed orders", lambda o: o.failure_dlq_peak),
     "SourceDlqNotEmpty": ("StartExecution refused", lambda o: o.queue_depths["SourceDlqUrl"]),
-    "FailureEventsWaiting": ("timed out, aborted, unannounced", lambda o: o.queue_depths["FailureEventsQueueUrl"]),
-    # The alarm's 300 s threshold plus the second the sample is taken after.
+    # Each age alarm's threshold (600 s, 300 s) plus the second the sample is taken after.
+    "FailureEventsWaiting": ("the Reconciler stopped", lambda o: 601),
     "SourceQueueBacklog": ("the pipe stopped", lambda o: 301),
     "PipeExecutionFailed": ("StartExecution refused", lambda o: o.start_failures),  # maxReceiveCount receives
-    "RuleFailedInvocations": ("announcer start refused", lambda o: o.undelivered),
-    "RuleTargetDlqNotEmpty": ("announcer start refused", lambda o: o.queue_depths["EventTargetDlqUrl"]),
-    "AnnouncementsFailed": ("alerts topic down", lambda o: o.announcements_failed),
+    "RuleFailedInvocations": ("failure-events queue refusing", lambda o: o.undelivered),
+    "RuleTargetDlqNotEmpty": ("failure-events queue refusing", lambda o: o.queue_depths["EventTargetDlqUrl"]),
+    "ReconcilerDlqNotEmpty": ("alerts topic down", lambda o: o.queue_depths["ReconcilerDlqUrl"]),
+    "ReconcilerErrors": ("the Reconciler crashing once", lambda o: o.function_errors["Reconciler"]),
+    "RedriverErrors": ("the Redriver crashing", lambda o: o.function_errors["Redriver"]),
+    "ScheduleDlqNotEmpty": ("a tick failing all its attempts", lambda o: o.queue_depths["ScheduleDlqUrl"]),
+    "FailuresNeedAPerson": ("records needing a person", lambda o: o.needing_a_person),
 } | {f"{task}UnexpectedErrors": (f"{unexpected_errors(task)} unexpected errors", lambda o, t=task: unexpected_errors(t))
      for task in FUNCTIONS} | {
     f"{task}Throttles": (f"{throttles(task)} throttles", lambda o, t=task: throttles(t)) for task in FUNCTIONS}
