@@ -9,10 +9,27 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from tests.handlers.explorer import Run
+from tests.handlers.explorer import Run, order_states
 
 IGNORED_ENDS = {"DuplicateDeliveryIgnored", "DuplicateFailureIgnored"}
 SUCCEEDED_END = "ArrangeShipping"
+# Issue 13: automatic redrives of one message, by default (ff:healing maxAttempts).
+AUTOMATIC_ATTEMPTS = 3
+_RETRIED: dict[str, set[str]] = {}
+
+
+def waits_for_an_automatic_retry(entry: dict[str, Any]) -> bool:
+    """The issue's rule, stated here on its own: a failure whose cause is transient (the failed state's own Retry
+    lists the error, or a timeout), with no manual repair and fewer than three automatic redrives so far, waits for
+    the Redriver and is not announced; any other failure needs a person and is announced."""
+    if not _RETRIED:
+        for name, state in order_states().items():
+            _RETRIED[name] = {e for r in state.get("Retry", []) for e in r["ErrorEquals"]} - {"States.ALL"}
+    failure = entry["failure"]
+    attribute = entry["record"].get("messageAttributes", {}).get("ffRedriveAttempt", {})
+    attempt = int(attribute.get("stringValue", "0")) if isinstance(attribute, dict) else 0
+    transient = failure["error"] == "States.Timeout" or failure["error"] in _RETRIED.get(failure["state"], set())
+    return transient and entry["manualRepair"] is not True and attempt < AUTOMATIC_ATTEMPTS
 
 
 def _rows(client: Any, table: str) -> list[dict[str, Any]]:
@@ -94,9 +111,15 @@ def _check_places(run: Run, started: list[Any], by_attempt: dict[str, Any], ship
             f"message {message_id} is in {places} places ({succeeded} succeeded, {in_dlq} in the DLQ): {where}"
         )
         placed += places
-        # Every failure announced once, and nothing else announced.
+        # Every failure that needs a person announced once, and nothing else announced (a failure waiting for an
+        # automatic retry is announced only if it fails for good, by the run that records that).
         announced = sum(1 for arn in run.announcements if arn in {e.arn for e in runs})
-        assert announced == in_dlq, f"message {message_id}: {announced} alerts for {in_dlq} failures: {where}"
+        needing = sum(1 for entry in run.dlq
+                      if entry["record"]["messageId"] == message_id and not waits_for_an_automatic_retry(entry))
+        assert announced == needing, (
+            f"message {message_id}: {announced} alerts for {needing} failures needing a person ({in_dlq} in all): "
+            f"{where}"
+        )
         if succeeded:
             assert shipper == message_id, f"{message_id} succeeded but {shipper} shipped: {where}"
     assert placed >= 1, f"every message of the order was ignored: the order is nowhere: {where}"

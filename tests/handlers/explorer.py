@@ -256,6 +256,8 @@ class World:
             kind = state["Type"]
             if kind in ("Succeed", "Fail"):
                 execution.end = name
+            elif kind == "Choice":
+                execution.state = self._choose(state, execution)
             elif kind == "Pass":
                 if "Parameters" in state and state.get("ResultPath", "$") == "$":
                     execution.data = self._evaluate(state["Parameters"], execution)
@@ -265,6 +267,33 @@ class World:
                 self._next(execution, state)
             else:
                 return
+
+    def _choose(self, state: dict[str, Any], execution: Execution) -> str:
+        """The Next of the first Choice rule that matches (the tail's AnnounceUnlessRetried), else the Default."""
+        for rule in state.get("Choices", []):
+            if self._holds(rule, execution):
+                return str(rule["Next"])
+        return str(state["Default"])
+
+    def _holds(self, rule: dict[str, Any], execution: Execution) -> bool:
+        """The Choice operators the failure tail uses: And, Or, Not, IsPresent, StringEquals, BooleanEquals."""
+        if "And" in rule:
+            return all(self._holds(r, execution) for r in rule["And"])
+        if "Or" in rule:
+            return any(self._holds(r, execution) for r in rule["Or"])
+        if "Not" in rule:
+            return not self._holds(rule["Not"], execution)
+        try:
+            value = self._resolve(rule["Variable"], execution, execution.data)
+        except KeyError:  # a path that is absent: only IsPresent may test it (AWS: States.Runtime otherwise)
+            value = None
+        if "IsPresent" in rule:
+            return (value is not None) is rule["IsPresent"]
+        if "StringEquals" in rule:
+            return isinstance(value, str) and value == rule["StringEquals"]
+        if "BooleanEquals" in rule:
+            return isinstance(value, bool) and value is rule["BooleanEquals"]
+        raise AssertionError(f"the explorer does not model the Choice rule {rule}")
 
     def _eager(self, execution: Execution, name: str) -> None:
         data = execution.data
