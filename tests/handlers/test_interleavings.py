@@ -171,7 +171,7 @@ def explore_large(template: dict[str, Any], max_faults: int) -> tuple[dict[str, 
     counts = {}
     claim_outages: list[str] = []
     with pytest.MonkeyPatch.context() as monkeypatch, emulated_account(template, monkeypatch) as account:
-        bounds = dict.fromkeys(SCENARIOS, (max_faults, DISTINCT_FAULTS))
+        bounds: dict[str, tuple[int, tuple[Fault, ...]]] = dict.fromkeys(SCENARIOS, (max_faults, DISTINCT_FAULTS))
         bounds |= {name: (1, tuple(Fault)) for name in LARGE_SCENARIOS}
         for name, attempts in {**SCENARIOS, **LARGE_SCENARIOS}.items():
             started = time.perf_counter()
