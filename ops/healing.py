@@ -45,6 +45,19 @@ class Waiting:
             return [self.disposition.value, f"{self.attempt} of {self.max_attempts} automatic redrives"]
         return [self.disposition.value]
 
+    def short(self, now: datetime) -> list[str]:
+        """For a table cell: `["retry 2/3", "15:30:00Z"]`, `["a person", "3/3 tried"]`, `["a person", "repair"]`."""
+        if self.disposition is None:
+            return ["-"]
+        if self.disposition is Disposition.RETRY:
+            due = "now" if self.due_at is None or self.due_at <= now else self.due_at.strftime("%H:%M:%SZ")
+            return [f"retry {self.attempt + 1}/{self.max_attempts}", due]
+        if self.disposition is Disposition.EXHAUSTED:
+            return ["a person", f"{self.attempt}/{self.max_attempts} tried"]
+        if self.disposition is Disposition.MANUAL_REPAIR:
+            return ["a person", "repair"]
+        return ["a person"]
+
     def describe(self, now: datetime) -> str:
         """One line: `waiting-for-retry: attempt 2 of 3, due 2026-12-01 15:30:00Z`, `needs-decision`, or `-`."""
         first, *rest = self.parts(now)

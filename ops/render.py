@@ -44,12 +44,14 @@ def failures_list(console: Console, listing: FailureListing, waiting: list[Waiti
     table = Table(title=f"Failure DLQ: {len(listing.records)} shown, {listing.read} read, "
                         f"~{listing.approximate_depth} in the queue")
     for column in (listing.key_field, "error", "failed state", "failed at", "repair", "waiting for", "cause"):
-        table.add_column(column, no_wrap=column not in ("cause", "waiting for"))
+        # The key and what a record waits for are what an operator scans for: never squeezed into an ellipsis.
+        keep = len(column) if column in (listing.key_field, "waiting for") else None
+        table.add_column(column, no_wrap=column != "cause", min_width=keep)
     for r, w in zip(listing.records, waiting, strict=True):
         # A body without the key field (not a document the workflow understood) is labelled by its message id.
         table.add_row(r.key or f"message {r.source_message_id or r.message_id}", r.error, r.failed_state,
                       _when(r.failed_at),
-                      "[bold red]YES[/]" if r.manual_repair else "no", "\n".join(w.parts(now)),
+                      "[bold red]YES[/]" if r.manual_repair else "no", "\n".join(w.short(now)),
                       _short(cause_message(r.cause), 60))
     console.print(table)
     if listing.truncated:

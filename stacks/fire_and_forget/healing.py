@@ -96,6 +96,7 @@ class Healing(Construct):
             max_cool_off_seconds=healing.max_cool_off_minutes * 60,
         )
         self.service = f"{r.pipeline_name}{HEALING_SERVICE_SUFFIX}"
+        self.redrive_every_minutes = healing.redrive_every_minutes
         self.reconciler_dlq = reconciler_dlq
         self.schedule_dlq = dead_letter_queue(self, "ScheduleDlq", key=r.key, config=settings)
         code = healing_code()

@@ -72,7 +72,8 @@ class Monitoring(Construct):
         )
 
     def _alarm(self, construct_id: str, metric: cw.Metric | cw.MathExpression, threshold: float, what: str, *,
-               notify: bool = True, runbook_section: str | None = None) -> cw.Alarm:
+               notify: bool = True, runbook_section: str | None = None,
+               missing: cw.TreatMissingData = QUIET) -> cw.Alarm:
         section = runbook_section or construct_id.lower()
         alarm = metric.create_alarm(
             self,
@@ -82,7 +83,7 @@ class Monitoring(Construct):
             comparison_operator=AT_LEAST,
             evaluation_periods=1,
             datapoints_to_alarm=1,
-            treat_missing_data=QUIET,
+            treat_missing_data=missing,
         )
         if notify:
             alarm.add_alarm_action(self._action)
@@ -107,8 +108,13 @@ class Monitoring(Construct):
                     f"(counted from {config.failure_rate_min_started} started executions on).")
 
     def _queue_alarms(self, r: MonitoredResources, config: AlarmConfig, period: Duration) -> None:
+        healing = r.healing is not None and r.healing.policy.max_attempts > 0
+        # With the automatic redrive on, a record in the failure DLQ may be waiting for its retry: FailuresNeedAPerson
+        # notifies for the ones a person must handle; this one stays on the dashboard without paging anybody.
         self._alarm("FailureDlqNotEmpty", queue_depth(r.failure_dlq, period, "FailureDlq"), 1,
-                    "Failed messages wait in the failure DLQ for inspection and redrive.")
+                    "Failed messages wait in the failure DLQ (for an automatic retry, or for inspection and redrive)."
+                    if healing else "Failed messages wait in the failure DLQ for inspection and redrive.",
+                    notify=not healing)
         self._alarm("SourceDlqNotEmpty", queue_depth(r.source_dlq, period, "SourceDlq"), 1,
                     "The pipe could not start an execution for some messages: they wait in the source DLQ.")
         self._alarm("FailureEventsWaiting", oldest_message_age(r.failure_events_queue, period),
@@ -139,9 +145,13 @@ class Monitoring(Construct):
     def _healing_alarms(self, r: MonitoredResources, period: Duration) -> None:
         assert r.healing is not None
         h = r.healing
-        self._alarm("FailuresNeedAPerson", r.healing_metric("FailuresNeedingAPerson", period, cw.Stats.MAXIMUM), 1,
-                    "Failed messages in the failure DLQ that no automatic retry will heal: business errors, manual "
-                    "repairs, aborted executions, and transient failures whose automatic attempts are spent.")
+        # The Redriver reports the gauge on every run; two of its periods without a report mean nobody classifies the
+        # failure DLQ any more (the schedule is off, the function cannot start): that needs a person too.
+        reported = Duration.minutes(2 * h.redrive_every_minutes)
+        self._alarm("FailuresNeedAPerson", r.healing_metric("FailuresNeedingAPerson", reported, cw.Stats.MAXIMUM), 1,
+                    "Failed messages in the failure DLQ that no automatic retry will heal (business errors, manual "
+                    "repairs, aborted executions, transient failures whose automatic attempts are spent), or the "
+                    "Redriver has not reported for two of its periods.", missing=cw.TreatMissingData.BREACHING)
         self._alarm("ReconcilerDlqNotEmpty", queue_depth(h.reconciler_dlq, period, "ReconcilerDlq"), 1,
                     "The Reconciler could not finish some executions after every retry: they are not compensated "
                     "or recorded yet (the sweep keeps trying them while they are in its lookback).")

@@ -72,6 +72,8 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
     },
 }
 FUNCTION_ALARMS = {f"{task}{kind}" for task in FUNCTIONS for kind in ("UnexpectedErrors", "Throttles")}
+# Alarms that stay on the dashboard without notifying while the automatic redrive is on.
+SILENT_WITH_HEALING = ("FailureDlqNotEmpty",)
 EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate", "FailuresNeedAPerson"}
 
 
@@ -113,6 +115,8 @@ def test_single_metric_alarm(template: dict[str, Any], topic_id: str, alarm_id: 
     assert props["TreatMissingData"] == "notBreaching"
     if alarm_id in FUNCTION_ALARMS:
         assert "AlarmActions" not in props  # reported through the composite
+    elif alarm_id in SILENT_WITH_HEALING:
+        assert "AlarmActions" not in props  # FailuresNeedAPerson notifies for what a person must handle
     elif alarm_id in ALERT_PATH_ALARMS:  # about the alerting itself: the second channel too
         second = one(template, "AWS::SNS::Topic", "PipelineAlertPath")[0]
         assert props["AlarmActions"] == [{"Ref": topic_id}, {"Ref": second}]
@@ -146,15 +150,16 @@ def test_failure_rate_is_failed_over_started_guarded_by_a_minimum(template: dict
 
 def test_failures_needing_a_person_alarm_on_the_redriver_s_gauge(template: dict[str, Any], topic_id: str) -> None:
     """The Redriver publishes, each run, how many failure-DLQ records no automatic retry will heal (a gauge): the
-    alarm fires on the maximum, so one record left for a person alarms until it is dealt with."""
+    alarm fires on the maximum, so one record left for a person alarms until it is dealt with; over two Redriver
+    periods, and missing data breaches: a Redriver that stopped reporting needs a person too."""
     _, props = alarm(template, "FailuresNeedAPerson")
     (metric_stat,) = metric_stats(props).values()
     assert metric_stat["Metric"]["Namespace"] == "FireAndForget"
     assert metric_stat["Metric"]["MetricName"] == "FailuresNeedingAPerson"
     assert dimensions(metric_stat) == {"service": HEALING_SERVICE}
-    assert (metric_stat["Stat"], metric_stat["Period"]) == ("Maximum", 300)
+    assert (metric_stat["Stat"], metric_stat["Period"]) == ("Maximum", 600)
     assert (props["Threshold"], props["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
-    assert props["TreatMissingData"] == "notBreaching"
+    assert props["TreatMissingData"] == "breaching"
     assert props["AlarmActions"] == [{"Ref": topic_id}]
     assert "docs/runbook.md#" in props["AlarmDescription"]
 
@@ -203,9 +208,29 @@ def test_composite_reports_every_function_alarm_once(template: dict[str, Any], c
 def test_every_alarm_reaches_the_topic_exactly_once(template: dict[str, Any], composite: dict[str, Any],
                                                     topic_id: str) -> None:
     in_composite = {ref_or_att(p) for p in composite["AlarmRule"]["Fn::Join"][1] if isinstance(p, dict)}
+    silent = {alarm(template, alarm_id)[0] for alarm_id in SILENT_WITH_HEALING}
     for logical_id, resource in of_type(template, ALARM).items():
         direct = resource["Properties"].get("AlarmActions", []).count({"Ref": topic_id}) == 1
+        if logical_id in silent:
+            assert not direct and logical_id not in in_composite, logical_id
+            continue
         assert direct != (logical_id in in_composite), logical_id
+
+
+@pytest.mark.parametrize(("attempts", "notifies"), [(0, True), (3, False)])
+def test_the_failure_dlq_alarm_notifies_when_nothing_heals_by_itself(tmp_path: Path, attempts: int,
+                                                                     notifies: bool) -> None:
+    """With `healing.maxAttempts` 0 no record waits for a retry: FailureDlqNotEmpty notifies again."""
+    from stacks.fire_and_forget import PipelineSettings
+    from tests.pipeline import minimal
+
+    scope = minimal.stack()
+    settings = PipelineSettings.model_validate({"healing": {"maxAttempts": attempts}})
+    minimal.pipeline(scope, minimal.write(tmp_path, minimal.valid_definition()), settings=settings)
+    built = scope.node.root.synth().get_stack_by_name("Minimal").template  # type: ignore[attr-defined]
+    (props,) = [r["Properties"] for lid, r in built["Resources"].items()
+                if r["Type"] == ALARM and lid.startswith("PipelineMonitoringFailureDlqNotEmpty")]
+    assert bool(props.get("AlarmActions")) is notifies
 
 
 # --- dashboard -------------------------------------------------------------------------------------------------

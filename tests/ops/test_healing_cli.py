@@ -79,7 +79,8 @@ def test_failures_list_and_show_say_what_each_record_waits_for(aws: Rehearsal, c
         by_key["ord-timed-out"]["reconciliation"]["via"] == "event" and by_key[out_of_stock]["reconciliation"] is None
     )
     assert human.exit_code == 0 and "waiting for" in human.stdout
-    assert f"attempt 2 of {policy.max_attempts}" in human.stdout and "needs-decision" in human.stdout
+    assert f"retry 2/{policy.max_attempts}" in human.stdout and "a person" in human.stdout
+    assert f"{policy.max_attempts}/{policy.max_attempts} tried" in human.stdout and "repair" in human.stdout
     (detail,) = shown["failures"]
     assert detail["disposition"] == "waiting-for-retry" and detail["reconciliation"]["compensated"] == [
         "ReleaseInventory"

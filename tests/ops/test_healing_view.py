@@ -135,6 +135,10 @@ def test_describe_says_which_attempt_is_next_and_when() -> None:
     assert Waiting(Disposition.EXHAUSTED, 3, 3, None).describe(now) == "retries-exhausted: 3 of 3 automatic redrives"
     assert Waiting(Disposition.MANUAL_REPAIR, 0, 3, None).describe(now) == "manual-repair"
     assert Waiting(Disposition.NEEDS_DECISION, 0, 3, None).describe(now) == "needs-decision"
+    assert Waiting(Disposition.NEEDS_DECISION, 0, 3, None).short(now) == ["a person"]
+    assert Waiting(Disposition.EXHAUSTED, 3, 3, None).short(now) == ["a person", "3/3 tried"]
+    assert Waiting(Disposition.RETRY, 1, 3, now + timedelta(minutes=5)).short(now) == [
+        "retry 2/3", (now + timedelta(minutes=5)).strftime("%H:%M:%SZ")]
     assert Waiting(None, 2, None, None).describe(now) == "-"
     assert Waiting(Disposition.RETRY, 1, 3, due).parts(now) == [
         "waiting-for-retry",
