@@ -38,6 +38,9 @@ def test_cdk_json_context_is_a_valid_config() -> None:
             "ff:servedCountries: needs ISO 3166-1 alpha-2 codes such as JP or US (got 'JP,usa')",
         ),
         ("ff:retry", '{"maxAttempts": 99}', "ff:retry.maxAttempts: Input should be less than or equal to 10"),
+        ("ff:healing", '{"maxAttempts": 10}', "ff:healing.maxAttempts: Input should be less than or equal to 9"),
+        ("ff:healing", {"coolOffMinutes": 30, "maxCoolOffMinutes": 10}, "maxCoolOffMinutes must be at least"),
+        ("ff:healing", {"sweepEveryMinutes": 60, "sweepLookbackMinutes": 90}, "at least twice sweepEveryMinutes"),
         ("ff:retyr", {}, "ff:retyr: unknown key; the keys are ff:environmentName, ff:alarmEmail"),
         ("ff:environmentName", "Prod_1", "ff:environmentName: must be lowercase letters, digits and '-'"),
         ("ff:stackName", "9lives", "ff:stackName: must be a CloudFormation stack name"),
@@ -47,6 +50,15 @@ def test_bad_values_fail_with_the_key_named(key: str, value: object, message: st
     with pytest.raises(ConfigError, match="Invalid CDK context") as raised:
         AppConfig.from_context({key: value})
     assert message in str(raised.value)
+
+
+def test_automatic_attempts_that_outlast_the_dlq_retention_are_refused() -> None:
+    # 3 attempts of 720 minutes each (plus the Redriver's 5) wait 2,175 minutes: longer than a 1-day DLQ keeps them.
+    with pytest.raises(ConfigError, match="longer than the DLQs keep a message"):
+        AppConfig.from_context({"ff:dlqRetentionDays": 1,
+                                "ff:healing": {"maxAttempts": 3, "coolOffMinutes": 720, "maxCoolOffMinutes": 720}})
+    AppConfig.from_context({"ff:dlqRetentionDays": 2,
+                            "ff:healing": {"maxAttempts": 3, "coolOffMinutes": 720, "maxCoolOffMinutes": 720}})
 
 
 def test_command_line_strings_are_accepted() -> None:

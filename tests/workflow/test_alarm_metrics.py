@@ -210,7 +210,23 @@ def healthy(cloud_assembly: Path) -> Outcome:
         for number in range(1, 22):
             send(aws, OrderKind.VALID, number)
         aws.run()
+        # Two Redriver periods: it reports its gauges (all 0) on every run, as it does all day in AWS; without a report
+        # FailuresNeedAPerson breaches (test_a_redriver_that_never_reports_needs_a_person).
+        aws.advance(2 * REDRIVE_PERIOD_SECONDS)
         return outcome(aws, {name: evaluate(aws, alarm) for name, alarm in alarms(aws).items()})
+
+
+REDRIVE_PERIOD_SECONDS = 300  # ff:healing redriveEveryMinutes' default
+
+
+def test_a_redriver_that_never_reports_needs_a_person(cloud_assembly: Path) -> None:
+    """No gauge for two Redriver periods (the schedule off, the function unable to start): nobody classifies or
+    retries the failure DLQ, and the alarm that asks for a person says so."""
+    with Rehearsal.start(cloud_assembly) as aws:
+        silent = alarms(aws)["FailuresNeedAPerson"]
+        assert evaluate(aws, silent).state == "ALARM"
+        aws.advance(2 * REDRIVE_PERIOD_SECONDS)
+        assert evaluate(aws, silent) == Evaluation("OK", 0.0, {"m1": 0.0})
 
 
 # Each alarm: the failure that trips it, and the value it must see: what the rehearsal itself observed.
