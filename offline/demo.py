@@ -271,7 +271,7 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
     transitions: dict[str, list[int]] = {}
     total = Usage()
     for message_id, fate in ledger.fates.items():
-        outcome = _outcome(fate.place, fate.manual_repair)
+        outcome = _outcome(fate.place, fate.manual_repair, fate.redrives)
         outcomes[outcome] += 1
         for execution in by_message.get(message_id, []):
             if execution.states and execution.states[-1] in DUPLICATE_ENDS:
@@ -347,9 +347,18 @@ def _last_task(states: list[str]) -> str | None:
     return states[-1] if states else None
 
 
-def _outcome(place: Place, manual_repair: bool) -> str:
+HEALED = "healed: succeeded after an automatic redrive"
+RETRIES_SPENT = "transient, automatic redrives spent, in failure DLQ"
+
+
+def _outcome(place: Place, manual_repair: bool, redrives: int = 0) -> str:
+    """The outcome table's row for one caller message; `redrives`: the automatic redrives its last copy had."""
     if manual_repair:
         return "needs manual repair"
+    if redrives and place is Place.SUCCEEDED:
+        return HEALED
+    if redrives and place is Place.FAILURE_DLQ:
+        return RETRIES_SPENT
     return {
         Place.SUCCEEDED: "succeeded",
         Place.FAILURE_DLQ: "failed, compensated, in failure DLQ",

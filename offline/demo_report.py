@@ -27,6 +27,7 @@ RUNBOOK = "docs/runbook.md"
 OUTCOME_RUNBOOK = {
     "failed, compensated, in failure DLQ": f"{RUNBOOK}#r1-failed-orders-in-the-failure-dlq",
     "needs manual repair": f"{RUNBOOK}#r1-failed-orders-in-the-failure-dlq (step 2, manual repair first)",
+    "transient, automatic redrives spent, in failure DLQ": f"{RUNBOOK}#failuresneedaperson",
     "never handed over, in source DLQ": f"{RUNBOOK}#r2-messages-in-the-source-dlq",
     "failed execution, input kept":
         f"{RUNBOOK}#r3-executions-that-failed-without-a-failure-record-timed-out-or-were-aborted",
