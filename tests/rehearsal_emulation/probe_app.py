@@ -8,6 +8,7 @@ are tested on what CDK really writes for `SqsEventSource` and `aws_scheduler.Sch
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_events as events
@@ -55,26 +56,14 @@ class ProbeStack(cdk.Stack):
         async_failures = sqs.Queue(self, "AsyncFailures")
         code = lambda_.Code.from_asset(str(PROBE_CODE))
         environment = {"OBSERVATIONS_QUEUE_URL": observations.queue_url}
-        reconciler = lambda_.Function(
-            self,
-            "ReconcilerFunction",
-            runtime=lambda_.Runtime.PYTHON_3_13,
-            handler="probe.handler.handle",
-            code=code,
-            environment=environment,
-            timeout=cdk.Duration.seconds(30),
-        )
-        redriver = lambda_.Function(
-            self,
-            "RedriverFunction",
-            runtime=lambda_.Runtime.PYTHON_3_13,
-            handler="probe.handler.handle",
-            code=code,
-            environment=environment,
-            timeout=cdk.Duration.seconds(30),
-            retry_attempts=REDRIVER_ASYNC_RETRIES,
-            on_failure=destinations.SqsDestination(async_failures),
-        )
+        def probe_function(name: str, **extra: Any) -> lambda_.Function:
+            return lambda_.Function(self, f"{name}Function", runtime=lambda_.Runtime.PYTHON_3_13,
+                                    handler="probe.handler.handle", code=code, environment=environment,
+                                    timeout=cdk.Duration.seconds(30), **extra)
+
+        reconciler = probe_function("Reconciler")
+        redriver = probe_function("Redriver", retry_attempts=REDRIVER_ASYNC_RETRIES,
+                                  on_failure=destinations.SqsDestination(async_failures))
         observations.grant_send_messages(reconciler)
         observations.grant_send_messages(redriver)
         reconciler.add_event_source(
