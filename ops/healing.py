@@ -1,6 +1,6 @@
 """What each failure record waits for, by the HealingPolicy the stack's Redriver applies (its `HealingPolicy` output).
 
-ff-ops classifies a record exactly as lambdas/healing/auto_redrive.py does (same disposition, same attempt count,
+ff-ops classifies a record with the Redriver's own `HealingPolicy.classify` (same disposition, same attempt count,
 same due time), so that `failures list` says what the Redriver will do with it. A stack deployed before self-healing
 has no HealingPolicy output: every record then waits for "-" (unknown) and everything else works as before.
 """
@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ops.errors import OutputsMissing
-from ops.healing_policy import Disposition, HealingPolicy, attempt_of, first_message_id
+from ops.healing_policy import Disposition, HealingPolicy, attempt_of
 from ops.stack import HEALING_POLICY_OUTPUT
 
 if TYPE_CHECKING:
@@ -80,18 +80,7 @@ def policy_of(stack: DeployedStack) -> HealingPolicy | None:
 
 def waiting_for(record: FailureRecord, policy: HealingPolicy | None) -> Waiting:
     """What `record` waits for; the attempt count is read from the record even without a policy."""
-    attempt = attempt_of(record.record)
     if policy is None:
-        return Waiting(None, attempt, None, None)
-    disposition = policy.disposition(
-        state=record.failed_state,
-        error=record.error,
-        manual_repair=record.manual_repair,
-        attempt=attempt,
-        status=record.status,
-    )
-    due = None
-    if disposition is Disposition.RETRY and record.failed_at is not None:
-        identity = first_message_id(record.record) or record.message_id
-        due = policy.due_at(record.failed_at, identity, attempt)
-    return Waiting(disposition, attempt, policy.max_attempts, due)
+        return Waiting(None, attempt_of(record.record), None, None)
+    found = policy.classify(record)
+    return Waiting(found.disposition, found.attempt, policy.max_attempts, found.due_at)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 # The message attributes an automatic redrive adds to the message it sends back (SQS allows 10 per message).
 ATTEMPT_ATTRIBUTE = "ffRedriveAttempt"  # automatic redrives so far, "1" after the first
@@ -47,7 +47,39 @@ class Disposition(StrEnum):
 
     @property
     def needs_a_person(self) -> bool:
-        return self != Disposition.RETRY  # by value: stacks/ and ops/ import this module as lambdas.fire_and_forget
+        return self is not Disposition.RETRY
+
+
+class FailedRecord(Protocol):
+    """What the policy reads of a failure-DLQ record (ops/records.py's FailureRecord)."""
+
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def failed_state(self) -> str: ...
+    @property
+    def error(self) -> str: ...
+    @property
+    def manual_repair(self) -> bool: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def failed_at(self) -> datetime | None: ...
+    @property
+    def record(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Classification:
+    """A record's disposition, its automatic redrives so far, and, when it waits for a retry, when the Redriver
+    sends it back (None: it has no failure time, so at the Redriver's next run)."""
+
+    disposition: Disposition
+    attempt: int
+    due_at: datetime | None
+
+    def due(self, now: datetime) -> bool:
+        return self.disposition is Disposition.RETRY and (self.due_at is None or self.due_at <= now)
 
 
 @dataclass(frozen=True)
@@ -87,6 +119,17 @@ class HealingPolicy:
 
     def due_at(self, failed_at: datetime, message_id: str, attempt: int) -> datetime:
         return failed_at + self.cool_off(message_id, attempt)
+
+    def classify(self, failed: FailedRecord) -> Classification:
+        """What a failure-DLQ record waits for and, waiting for a retry, when it is due: the one reading the Redriver
+        acts on and ff-ops shows (the jitter is drawn from the caller's first messageId, so copies agree)."""
+        attempt = attempt_of(failed.record)
+        disposition = self.disposition(state=failed.failed_state, error=failed.error,
+                                       manual_repair=failed.manual_repair, attempt=attempt, status=failed.status)
+        due = None
+        if disposition is Disposition.RETRY and failed.failed_at is not None:
+            due = self.due_at(failed.failed_at, first_message_id(failed.record) or failed.message_id, attempt)
+        return Classification(disposition, attempt, due)
 
     def to_environment(self) -> dict[str, str]:
         return {

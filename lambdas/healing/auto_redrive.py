@@ -52,23 +52,14 @@ class AutoRedriveReport:
         return sum(count for disposition, count in self.dispositions.items() if disposition.needs_a_person)
 
 
-def disposition_of(record: FailureRecord, policy: HealingPolicy) -> Disposition:
-    return policy.disposition(state=record.failed_state, error=record.error, manual_repair=record.manual_repair,
-                              attempt=attempt_of(record.record), status=record.status)
-
-
 def redrive_due(sqs: SQSClient, *, dlq_url: str, source_url: str, policy: HealingPolicy, now: datetime,
                 key_field: str) -> AutoRedriveReport:
     report = AutoRedriveReport()
 
     def choose(record: FailureRecord) -> bool:
-        disposition = disposition_of(record, policy)
-        report.dispositions[disposition] += 1
-        if disposition != Disposition.RETRY:  # by value: the stacks import this module under another name
-            return False
-        attempt = attempt_of(record.record)
-        identity = first_message_id(record.record) or record.message_id
-        due = record.failed_at is None or policy.due_at(record.failed_at, identity, attempt) <= now
+        found = policy.classify(record)
+        report.dispositions[found.disposition] += 1
+        due = found.due(now)
         report.due += int(due)
         return due
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
-from healing.reconciliation import Reconciler, ReconcilerSettings, Result, Verdict
+from healing.reconciliation import Reconciler, ReconcilerSettings, Result, Verdict, event_time
 from healing.telemetry import RECONCILED, RECONCILED_MANUAL_REPAIR, count, logger, metrics
 from ops.healing_policy import HealingPolicy
 
@@ -54,7 +54,7 @@ def from_queue(event: dict[str, Any]) -> dict[str, Any]:
         try:
             status_change = json.loads(record["body"])
             arn = status_change["detail"]["executionArn"]
-            now = _time(status_change.get("time"))
+            now = event_time(status_change.get("time"))
         except (KeyError, TypeError, ValueError):
             # Not a status-change event: nothing to reconcile, and redelivering it cannot help. It is logged whole.
             logger.error("not a status-change event; dropped", extra={"body": record.get("body")})
@@ -68,7 +68,7 @@ def from_queue(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep(request: dict[str, Any]) -> dict[str, Any]:
-    now = _time(request.get("time"))
+    now = event_time(request.get("time"))
     lookback = timedelta(minutes=int(os.environ["SWEEP_LOOKBACK_MINUTES"]))
     longest_run = timedelta(seconds=int(os.environ["EXECUTION_TIMEOUT_SECONDS"]))
     seen, left = 0, []
@@ -95,8 +95,3 @@ def _note(result: Result) -> None:
         if result.manual_repair:
             count(RECONCILED_MANUAL_REPAIR)
 
-
-def _time(value: Any) -> datetime:
-    if not isinstance(value, str):
-        return datetime.now(UTC)
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -27,9 +27,9 @@ from botocore.exceptions import ClientError
 
 from fire_and_forget.errors import error_code, is_transient
 from healing.alerts import Alert, failure_alert
-from ops.healing_policy import HealingPolicy, attempt_of
+from ops.healing_policy import TIMEOUT_ERROR, HealingPolicy, attempt_of
+from ops.records import RECORD_KIND, parse_time
 
-RECORD_KIND = "fire-and-forget.failure.v1"
 HANDLED_FAILURE_ERROR = "FailureRecorded"
 TAIL_ENTRY = "ClaimFailure"
 HANDLE_FAILURE = "HandleFailure"
@@ -259,7 +259,7 @@ class Reconciler:
             recorded = HANDLE_FAILURE in history.exited
             return dict(tail["failure"]), tail.get("compensation"), tail.get("manualRepair") is True, recorded
         status = str(described["status"])
-        error = described.get("error") or ("States.Timeout" if status == "TIMED_OUT" else status.capitalize())
+        error = described.get("error") or (TIMEOUT_ERROR if status == "TIMED_OUT" else status.capitalize())
         return ({"state": history.failed_state or "?", "error": error,
                  "cause": described.get("cause") or _reason(status, history)}, None, False, False)
 
@@ -433,10 +433,19 @@ def _json_object(text: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def event_time(value: Any) -> datetime:
+    """The time an event or a schedule's input names (`time`), or now when it names none; ValueError if malformed."""
+    return _aware(value) if isinstance(value, str) else datetime.now(UTC)
+
+
 def _aware(value: Any) -> datetime:
+    """A boto3 datetime (made aware) or an ISO 8601 text, read as the failure records' times are (parse_time)."""
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    parsed = parse_time(value)
+    if parsed is None:
+        raise ValueError(f"not an ISO 8601 time: {value!r}")
+    return parsed
 
 
 def _iso(value: datetime) -> str:

@@ -6,13 +6,13 @@ rehearsal compresses the cool-offs by advancing its clock)."""
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 
 from healing.auto_redrive import redrive_due
+from healing.reconciliation import event_time
 from healing.telemetry import AUTO_REDRIVEN, NEEDING_A_PERSON, RETRIES_EXHAUSTED, WAITING_FOR_RETRY, logger, metrics
 from ops.healing_policy import Disposition, HealingPolicy
 
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    value = event.get("time")
-    now = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else datetime.now(UTC)
+    now = event_time(event.get("time"))
     report = redrive_due(boto3.client("sqs"), dlq_url=os.environ["FAILURE_DLQ_URL"],
                          source_url=os.environ["SOURCE_QUEUE_URL"], policy=HealingPolicy.from_environment(),
                          now=now, key_field=os.environ["MESSAGE_KEY_FIELD"])

@@ -117,7 +117,7 @@ class Healing(Construct):
                 "FAILURE_DLQ_URL": r.failure_dlq.queue_url,
                 "ALERTS_TOPIC_ARN": r.alerts_topic.topic_arn,
                 "DELIVERIES_TABLE_NAME": r.deliveries_table.table_name,
-                "DELIVERY_CLAIM_TTL_SECONDS": str(settings.idempotency_expiry_days * 24 * 3600),
+                "DELIVERY_CLAIM_TTL_SECONDS": str(settings.idempotency_expiry_seconds),
                 "COMPENSATIONS": Stack.of(self).to_json_string(
                     [[step, state, function.function_arn] for step, state, function in r.compensations]),
                 "SWEEP_LOOKBACK_MINUTES": str(healing.sweep_lookback_minutes),

@@ -241,7 +241,7 @@ class FireAndForgetPipeline(Construct):
         table.grant_read_write_data(claimer)
         claimer.add_environment("DELIVERIES_TABLE_NAME", table.table_name)
         # As long as the idempotency records: a duplicate cannot outlive the claim.
-        claimer.add_environment("DELIVERY_CLAIM_TTL_SECONDS", str(props.settings.idempotency_expiry_days * 24 * 3600))
+        claimer.add_environment("DELIVERY_CLAIM_TTL_SECONDS", str(props.settings.idempotency_expiry_seconds))
         return table
 
 

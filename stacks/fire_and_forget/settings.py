@@ -137,6 +137,11 @@ class PipelineSettings(_Model):
         return self
 
     @property
+    def idempotency_expiry_seconds(self) -> int:
+        """How long idempotency records and delivery claims are kept: a duplicate cannot outlive the claim."""
+        return self.idempotency_expiry_days * 24 * 3600
+
+    @property
     def lambda_timeout_seconds(self) -> int:
         """Below the Task timeout, so Step Functions sees the function's own timeout error first."""
         return self.task_timeout_seconds - 5

@@ -92,7 +92,7 @@ class SagaTasks(Construct):
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "IDEMPOTENCY_TABLE_NAME": self.tables["Idempotency"].table_name,
-            "IDEMPOTENCY_EXPIRY_SECONDS": str(config.idempotency_expiry_days * 24 * 3600),
+            "IDEMPOTENCY_EXPIRY_SECONDS": str(config.idempotency_expiry_seconds),
         }
         if spec.construct_id == "ChargePayment":
             environment["DEFAULT_CREDIT_LIMIT"] = str(config.default_credit_limit)

@@ -60,7 +60,7 @@ def test_each_record_waits_for_what_the_redriver_decides(kwargs: dict[str, objec
     waiting = waiting_for(record, POLICY)
 
     assert waiting.disposition is expected
-    assert waiting.disposition.value == auto_redrive.disposition_of(record, REDRIVER_POLICY).value
+    assert waiting.disposition.value == REDRIVER_POLICY.classify(record).disposition.value  # as the Redriver reads it
     assert waiting.attempt == kwargs.get("attempt", 0)
     assert (waiting.due_at is not None) == (expected is Disposition.RETRY)
 
