@@ -68,7 +68,8 @@ class LambdaRuntime:
         self.invocations: list[Invocation] = []
         self.hanging = threading.Event()  # set while an invocation is held by a HANG fault
         self.hung = 0  # how many invocations a HANG fault has held so far
-        self._hang_lock = threading.Lock()
+        self.held_finished = 0  # how many of them have run to their end since their release
+        self._hang_lock = threading.Condition()
         self.log_lines: list[dict[str, Any]] = []
         self.metric_documents: list[dict[str, Any]] = []
 
@@ -104,6 +105,22 @@ class LambdaRuntime:
                 self.hung += 1
             self.hanging.set()
             self._faults.released.wait()
+            try:
+                return self._run(function, task, event, fault, response_headers)
+            finally:
+                with self._hang_lock:
+                    self.held_finished += 1
+                    self._hang_lock.notify_all()
+        return self._run(function, task, event, fault, response_headers)
+
+    def wait_for_held(self, timeout_seconds: float) -> None:
+        """Until every invocation a HANG fault held has run to its end (call after releasing them)."""
+        with self._hang_lock:
+            if not self._hang_lock.wait_for(lambda: self.held_finished >= self.hung, timeout_seconds):
+                raise TimeoutError(f"{self.hung - self.held_finished} held invocations still running")
+
+    def _run(self, function: Any, task: str, event: Any, fault: FaultKind | None,
+             response_headers: dict[str, str]) -> bytes:
         if fault in (FaultKind.TIMEOUT, FaultKind.CRASH):
             error_type = "Lambda.Unknown" if fault is FaultKind.TIMEOUT else "Runtime.ExitError"
             message = (f"Task timed out after {float(function.timeout):.2f} seconds (injected)"

@@ -222,6 +222,12 @@ class Rehearsal:
         """What an operator's StopExecution does; the rule then sees ABORTED."""
         self.sfn.stop_execution(executionArn=execution_arn, error="Aborted", cause="Stopped by the rehearsal")
 
+    def release_held(self, timeout_seconds: float = 30.0) -> None:
+        """Release every call a HANG fault holds and wait until the held Lambda invocations have run to their end:
+        what they write is written before anything the rehearsal does next (the Reconciler, say)."""
+        self.faults.released.set()
+        self.runtime.wait_for_held(timeout_seconds)
+
     def wait_for_hang(self, timeout_seconds: float = 10.0) -> list[str]:
         """The running executions, once a task is held by a HANG fault."""
         self.drain()

@@ -92,7 +92,7 @@ def test_a_timed_out_execution_is_compensated_recorded_then_redriven(cloud_assem
         deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
         while aws.execution(held).status == "RUNNING" and time.monotonic() < deadline:
             time.sleep(0.01)
-        aws.faults.released.set()
+        aws.release_held()  # the held invocation runs to its end first (the race: the xfail test below)
         aws.run()
 
         (record,) = _records(aws)
@@ -122,7 +122,7 @@ def test_an_abort_during_a_compensation_is_finished_by_the_reconciler_and_announ
         _message_id, body = _order(aws)
         (held,) = aws.wait_for_hang()
         aws.abort(held)
-        aws.faults.released.set()
+        aws.release_held()  # the held invocation runs to its end first (the race: the xfail test below)
         aws.run()
         aws.advance(HOUR)  # an abort is a person's decision: never redriven
 
@@ -143,7 +143,7 @@ def test_a_lost_status_change_event_is_caught_by_the_sweep(cloud_assembly: Path)
         _order(aws)
         (held,) = aws.wait_for_hang()
         aws.abort(held)
-        aws.faults.released.set()
+        aws.release_held()  # the held invocation runs to its end first (the race: the xfail test below)
         aws.bus.rules.clear()  # EventBridge delivers status-change events on a best-effort basis: this one is lost
         aws.run()
         assert _records(aws) == []
@@ -163,7 +163,7 @@ def test_the_reconciler_failing_is_retried_and_reconciles_once(cloud_assembly: P
         _order(aws)
         (held,) = aws.wait_for_hang()
         aws.abort(held)
-        aws.faults.released.set()
+        aws.release_held()  # the held invocation runs to its end first (the race: the xfail test below)
         aws.run()
         aws.advance(20 * 60)  # the sweep sees it too, and finds it done
 
@@ -185,3 +185,23 @@ def test_the_dlq_and_sns_refusing_at_once_ends_recorded_and_announced_once(cloud
         assert record["failure"]["error"] == "OutOfStock"
         assert record["reconciliation"]["status"] == "FAILED"
         assert len(aws.notifications()) == 1  # the business error is announced, once, by the Reconciler
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Open defect: an execution-level timeout or abort does not stop the Lambda invocation in flight; the Reconciler "
+    "may compensate before that invocation commits, and the late write (a charge) outlives its refund. Fix: do not "
+    "compensate before the in-flight task's start + its function timeout (docs/design.md §27, the closing note)."))
+def test_a_step_that_commits_after_the_reconciler_compensated_is_undone_too(cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly, execution_timeout_seconds=1) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1))
+        _message_id, body = _order(aws)
+        (held,) = aws.wait_for_hang()
+        deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
+        while aws.execution(held).status == "RUNNING" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        aws.run()  # the Reconciler compensates while ChargePayment's invocation is still held
+        aws.release_held()  # then the charge goes through, as a Lambda invocation outliving its execution does
+
+        payments, _shipments = _books(aws, body["orderId"])
+        assert payments in ([], ["REFUNDED"])  # no charge may stand without its refund
