@@ -1,15 +1,30 @@
-"""Compressed time for the offline rehearsal: retry back-off waits are recorded, not slept."""
+"""The rehearsal's time: one virtual clock for the whole process, and Retry back-off waits recorded, not slept.
+
+`VirtualClock` starts at the real UTC time (whole seconds) and moves only when told to. Once installed, every
+wall-clock read in the process returns it (time.time, datetime.now, through time-machine): moto's timestamps
+(startDate, stopDate, history events, SQS SentTimestamp and visibility), the handlers' and the healing functions'
+"now", the metrics' timestamps. Waits that AWS bounds by time are measured on it (`wait_for`): a Task's and an
+execution's TimeoutSeconds (offline/interpreter_time.py) and a held Lambda invocation's function timeout
+(offline/lambda_runtime.py). So work never makes time pass: a slow or loaded machine trips no timeout, and a
+timeout happens exactly when the rehearsal moves the clock past it, in the order the deadlines fall.
+"""
 
 from __future__ import annotations
 
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from types import ModuleType
 from typing import Any
 
+import time_machine
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+# How often a clocked wait looks again on its own: a safety net under the notifications, never a time limit.
+RECHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -53,3 +68,88 @@ class RetryClock:
     def for_execution(self, execution_arn: str) -> list[RetryWait]:
         with self._lock:
             return [wait for wait in self.waits if wait.execution_arn == execution_arn]
+
+
+@dataclass
+class _Wait:
+    done: Callable[[], bool]
+    deadline: datetime | None
+
+
+class VirtualClock:
+    """The rehearsal's "now": it stands still while work runs and moves only in `advance` or `set`."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = (start or datetime.now(UTC)).replace(microsecond=0)
+        self._condition = threading.Condition()
+        self._waits: dict[int, _Wait] = {}  # thread ident -> what that thread waits for
+        self._travel: Any = None
+        self._coordinates: Any = None
+
+    # -- the process's wall clock ----------------------------------------------------------------------------
+
+    def install(self) -> None:
+        """From now on every wall-clock read in the process returns this clock (until `uninstall`)."""
+        self._travel = time_machine.travel(self._now, tick=False)
+        self._coordinates = self._travel.start()
+
+    def uninstall(self) -> None:
+        if self._travel is not None:
+            self._travel.stop()
+            self._travel = self._coordinates = None
+
+    # -- reading and moving ----------------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        with self._condition:
+            return self._now
+
+    def advance(self, seconds: float) -> datetime:
+        if seconds < 0:
+            raise ValueError("the clock does not go back")
+        self.set(self.now() + timedelta(seconds=seconds))
+        return self.now()
+
+    def set(self, moment: datetime) -> None:
+        with self._condition:
+            if moment < self._now:
+                raise ValueError("the clock does not go back")
+            self._now = moment
+            if self._coordinates is not None:
+                self._coordinates.move_to(moment)
+            self._condition.notify_all()
+
+    # -- waiting on it ---------------------------------------------------------------------------------------
+
+    def wait_for(self, done: Callable[[], bool], seconds: float | None) -> bool:
+        """Block until `done()` or until the clock has moved `seconds` on (None: no deadline); returns `done()`.
+
+        Whoever makes `done()` true calls `notify`; moving the clock notifies by itself.
+        """
+        with self._condition:
+            deadline = None if seconds is None else self._now + timedelta(seconds=seconds)
+            me = threading.get_ident()
+            self._waits[me] = _Wait(done, deadline)
+            try:
+                while not done() and (deadline is None or self._now < deadline):
+                    self._condition.wait(RECHECK_SECONDS)
+                return done()
+            finally:
+                del self._waits[me]
+
+    def notify(self) -> None:
+        with self._condition:
+            self._condition.notify_all()
+
+    def blocked(self, thread_ident: int | None) -> bool:
+        """True while that thread waits on this clock for something that has not happened and is not yet due."""
+        with self._condition:
+            wait = self._waits.get(thread_ident) if thread_ident is not None else None
+            return wait is not None and not wait.done() and (wait.deadline is None or self._now < wait.deadline)
+
+    def next_deadline(self) -> datetime | None:
+        """The earliest moment after now at which a waiting thread's wait ends by itself."""
+        with self._condition:
+            pending = [w.deadline for w in self._waits.values()
+                       if w.deadline is not None and w.deadline > self._now and not w.done()]
+            return min(pending, default=None)

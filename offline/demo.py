@@ -255,7 +255,7 @@ def _abort_held(aws: Rehearsal, order_ids: list[str]) -> None:
     for execution in aws.executions():
         if execution.status == "RUNNING" and any(order_id in json.dumps(execution.input) for order_id in order_ids):
             aws.abort(execution.arn)
-    aws.faults.released.set()
+    aws.faults.release()
 
 
 def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: Plan, elapsed: float,

@@ -17,9 +17,10 @@ Lambda documents it:
   is empty, null, under another key or not a message of the batch, or a response that is not such an object, is
   complete failure (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html). Without
   ReportBatchItemFailures the response is ignored.
-Time is compressed: a message left undeleted is made visible again at once (its receive count is kept, so the DLQ
-move happens on the same receive as in SQS). moto 5.2.5 applies a RedrivePolicy on ReceiveMessage itself: a
-message received maxReceiveCount times goes to the DLQ on the next receive, as SQS does.
+A message left undeleted stays invisible for the queue's visibility timeout on the rehearsal's virtual clock
+(offline/clock.py) and is received again once the clock has passed it (`next_visible` tells the rehearsal when).
+moto 5.2.5 applies a RedrivePolicy on ReceiveMessage itself: a message received maxReceiveCount times goes to the
+DLQ on the next receive, as SQS does.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -59,7 +61,7 @@ class MappingStats:
     failed_invocations: int = 0  # function errors and failed Invoke calls: the whole batch stays
     partial_batches: int = 0  # invocations that reported some batch item failures
     deleted: int = 0
-    returned: int = 0  # messages left on the queue (made visible again at once)
+    returned: int = 0  # messages left on the queue (visible again after the visibility timeout)
 
 
 @dataclass
@@ -94,10 +96,7 @@ class SqsPoller:
         failed = self._invoke(records)
         for message in messages:
             if message["MessageId"] in failed:
-                self.sqs.change_message_visibility(
-                    QueueUrl=self.mapping.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-                )
-                self.stats.returned += 1
+                self.stats.returned += 1  # it comes back when its visibility timeout has passed
             else:
                 self.sqs.delete_message(QueueUrl=self.mapping.queue_url, ReceiptHandle=message["ReceiptHandle"])
                 self.stats.deleted += 1
@@ -187,6 +186,17 @@ class EventSourceMappings:
                 return total
             total += received
         raise RuntimeError(f"the event source mappings' queues did not drain in {max_polls} polls")
+
+    def next_visible(self, account: str, region: str) -> datetime | None:
+        """The earliest moment at which a message now invisible in a mapping's queue can be received again."""
+        from moto.sqs.models import sqs_backends
+
+        backend = sqs_backends[account][region]
+        moments = []
+        for poller in self.pollers:
+            queue = backend.get_queue(poller.mapping.queue_url.rsplit("/", 1)[-1])
+            moments += [message.visible_at for message in queue._messages if not message.visible]  # milliseconds
+        return datetime.fromtimestamp(min(moments) / 1000, UTC) if moments else None
 
     def stats(self, function_name: str) -> MappingStats:
         """The stats of the mapping that invokes `function_name` (the first one, if there are several)."""

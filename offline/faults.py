@@ -6,7 +6,10 @@ import json
 import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from offline.clock import VirtualClock
 
 
 class FaultKind(StrEnum):
@@ -60,9 +63,10 @@ class Fault:
 class FaultPlan:
     """The faults of one rehearsal; thread-safe, because executions run concurrently."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: VirtualClock | None = None) -> None:
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
+        self.clock = clock  # a held call waits on it, so the interpreter counts its thread as waiting
         self.released = threading.Event()
         self.holding = threading.Event()  # set once a service call (not a Lambda task) is held by a HANG fault
         self.held: list[str] = []  # the targets of the service calls held so far
@@ -73,7 +77,16 @@ class FaultPlan:
         with self._lock:
             self.held.append(target)
         self.holding.set()
-        self.released.wait()
+        if self.clock is None:
+            self.released.wait()
+        else:
+            self.clock.wait_for(self.released.is_set, None)
+
+    def release(self) -> None:
+        """Let every held call (a service call or a Lambda invocation) go on."""
+        self.released.set()
+        if self.clock is not None:
+            self.clock.notify()
 
     def hold_completed(self, target: str) -> None:
         with self._lock:

@@ -21,7 +21,12 @@ from typing import Any
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.exceptions import JsonRESTError
 
+from offline.clock import VirtualClock
 from offline.faults import FaultKind, FaultPlan
+
+# What the Lambda runtime reports when an invocation reaches its function's timeout (invocation-retries.html);
+# Step Functions' own documentation names the same case Lambda.Unknown, and the workflows retry both.
+TIMED_OUT_ERROR = "Sandbox.Timedout"
 
 
 @dataclass(frozen=True)
@@ -59,16 +64,20 @@ class _Context:
 class LambdaRuntime:
     """Replaces moto's echoing Lambda backend with one that runs the handler named by `Handler`."""
 
-    def __init__(self, assets: dict[str, Path], task_names: dict[str, str], faults: FaultPlan) -> None:
+    def __init__(self, assets: dict[str, Path], task_names: dict[str, str], faults: FaultPlan,
+                 clock: VirtualClock | None = None) -> None:
         self._assets = assets  # S3 object key of a code asset -> its directory in cdk.out
         self._task_names = task_names  # physical function name -> task name (ReserveInventory, ...)
         self._faults = faults
+        # The clock a held invocation's function timeout runs on; without one, it is held until released.
+        self._clock = clock
         self._lock = threading.RLock()  # one invocation at a time: handlers read their settings from os.environ
         self._original_invoke: Any = None
         self.invocations: list[Invocation] = []
         self.hanging = threading.Event()  # set while an invocation is held by a HANG fault
         self.hung = 0  # how many invocations a HANG fault has held so far
-        self.held_finished = 0  # how many of them have run to their end since their release
+        self.held_finished = 0  # how many of them have ended: run after their release, or timed out
+        self.held_timed_out = 0  # how many of them reached their function's timeout while held
         self._hang_lock = threading.Condition()
         self.log_lines: list[dict[str, Any]] = []
         self.metric_documents: list[dict[str, Any]] = []
@@ -100,18 +109,34 @@ class LambdaRuntime:
         if fault is FaultKind.THROTTLE:
             raise _LambdaServiceError("TooManyRequestsException", 429, "Rate exceeded (injected)")
         if fault is FaultKind.HANG:
-            # Held until released, then it runs normally: like a slow function the workflow stopped waiting for.
-            with self._hang_lock:
-                self.hung += 1
-            self.hanging.set()
-            self._faults.released.wait()
-            try:
-                return self._run(function, task, event, fault, response_headers)
-            finally:
-                with self._hang_lock:
-                    self.held_finished += 1
-                    self._hang_lock.notify_all()
+            return self._held(function, task, event, response_headers)
         return self._run(function, task, event, fault, response_headers)
+
+    def _held(self, function: Any, task: str, event: Any, response_headers: dict[str, str]) -> bytes:
+        """A slow invocation: held until released, then it runs (and commits) normally, like a function the
+        workflow stopped waiting for. Lambda ends an invocation at its function's timeout whatever its caller does
+        (an execution that timed out or was stopped does not stop it): held past that on the clock, it ends
+        there with the runtime's timeout error, its handler never having run."""
+        with self._hang_lock:
+            self.hung += 1
+        self.hanging.set()
+        timeout = float(function.timeout)
+        if self._clock is None:
+            released = self._faults.released.wait()
+        else:
+            released = self._clock.wait_for(self._faults.released.is_set, timeout)
+        try:
+            if not released:
+                with self._hang_lock:
+                    self.held_timed_out += 1
+                self.invocations.append(Invocation(task, TIMED_OUT_ERROR, timeout * 1000))
+                return self._error(response_headers, TIMED_OUT_ERROR,
+                                   f"Task timed out after {timeout:.2f} seconds", [])
+            return self._run(function, task, event, FaultKind.HANG, response_headers)
+        finally:
+            with self._hang_lock:
+                self.held_finished += 1
+                self._hang_lock.notify_all()
 
     def wait_for_held(self, timeout_seconds: float) -> None:
         """Until every invocation a HANG fault held has run to its end (call after releasing them)."""

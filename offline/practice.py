@@ -66,7 +66,7 @@ class PracticeAccount:
         publish_pipe(self.aws)
         # The demo's injected faults are over: the practice starts after the outage, when the fixes are in.
         self.aws.faults.clear()
-        self.aws.faults.released.set()
+        self.aws.faults.release()
         self.gateway.__enter__()
         self._pump.start()
 

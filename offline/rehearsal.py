@@ -18,16 +18,19 @@ from moto import mock_aws
 from offline import client_cache
 from offline.assembly import STACK_NAME, CloudAssembly
 from offline.async_invoke import AsyncLambda, read_policies
-from offline.clock import RetryClock
+from offline.clock import RetryClock, VirtualClock
 from offline.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
 from offline.event_sources import EventSourceMappings
 from offline.execution_events import EventBus, RuleDefinition, status_change_event
 from offline.faults import FaultPlan
+from offline.interpreter_time import InterpreterTime
 from offline.lambda_runtime import LambdaRuntime
 from offline.metrics import ServiceMetrics
 from offline.pipe import PipeDefinition, PipeEmulator
-from offline.schedules import Firing, Scheduler, VirtualClock, read_schedules
+from offline.schedules import Firing, Scheduler, read_schedules
 from offline.services import install_service_faults
+from offline.sfn_responses import install_stop_dates
+from offline.sqs_time import install_sqs_on_the_clock
 
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 # Executions the rehearsal lets run at once (see PipeEmulator.drain): enough for real interleaving, few enough that
@@ -76,7 +79,11 @@ class Rehearsal:
         self._execution_timeout = execution_timeout_seconds
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True},
                                       "lambda": {"use_docker": False}})
-        self.faults = FaultPlan()
+        # The one clock of the process while the rehearsal is open: the real UTC time at deployment, moved only by
+        # `advance` (offline/clock.py). Timeouts are measured on it; work takes no time on it.
+        self.virtual_clock = VirtualClock()
+        self.interpreter_time = InterpreterTime(self.virtual_clock)
+        self.faults = FaultPlan(clock=self.virtual_clock)
         self.clock = RetryClock()
         self.stack: DeployedStack
         self.runtime: LambdaRuntime
@@ -85,11 +92,12 @@ class Rehearsal:
         self.metrics: ServiceMetrics  # what AWS would publish to CloudWatch (offline/metrics.py)
         self.event_sources: EventSourceMappings  # the template's SQS event source mappings (offline/event_sources.py)
         self.scheduler: Scheduler  # the template's schedules, on `virtual_clock` (offline/schedules.py)
-        self.virtual_clock: VirtualClock
         self._started_elsewhere: list[str] = []  # executions of the workflow the pipe did not start (a reconciler's)
         self._announced: set[str] = set()
         self._uninstall_service_faults: Any = None
         self._uninstall_client_cache: Any = None
+        self._uninstall_sqs_time: Any = None
+        self._uninstall_stop_dates: Any = None
 
     @classmethod
     @contextmanager
@@ -105,8 +113,12 @@ class Rehearsal:
 
     def open(self) -> None:
         self._mock.start()
+        self.virtual_clock.install()
+        self.interpreter_time.install()
         self.clock.install()
         try:
+            self._uninstall_sqs_time = install_sqs_on_the_clock()
+            self._uninstall_stop_dates = install_stop_dates()
             self.stack = deploy(self.assembly, self.region)
             # Typed Any: the probes pass service responses on as plain dicts.
             self.sqs: Any = boto3.client("sqs", region_name=self.region)
@@ -116,7 +128,8 @@ class Rehearsal:
             self.cloudwatch: Any = boto3.client("cloudwatch", region_name=self.region)
             # Looked up once: queue ARNs cost one GetQueueAttributes each.
             task_names, queue_urls = self._task_names(), self._queue_urls()
-            self.runtime = LambdaRuntime(asset_directories(self.assembly), task_names, self.faults)
+            self.runtime = LambdaRuntime(asset_directories(self.assembly), task_names, self.faults,
+                                         clock=self.virtual_clock)
             self.runtime.install()
             self._uninstall_service_faults = install_service_faults(self.faults, self.outputs, ACCOUNT, self.region)
             self._uninstall_client_cache = client_cache.install()
@@ -131,7 +144,6 @@ class Rehearsal:
                                              config=Config(retries={"total_max_attempts": 1}))
             self.event_sources = EventSourceMappings.from_stack(self.assembly, self.stack, queue_urls, self.sqs,
                                                                 self.lambda_, self.region)
-            self.virtual_clock = VirtualClock()  # the real UTC time at deployment; moves only in `advance`
             self.scheduler = Scheduler(
                 read_schedules(self.assembly, self.stack, queue_urls, ACCOUNT, self.region), self.virtual_clock,
                 AsyncLambda(self.lambda_, self.sqs, read_policies(self.assembly, self.stack, queue_urls)), self.sqs)
@@ -142,14 +154,20 @@ class Rehearsal:
             raise
 
     def close(self) -> None:
-        self.faults.released.set()
+        self.faults.release()
         if self._uninstall_service_faults is not None:
             self._uninstall_service_faults()
         if self._uninstall_client_cache is not None:
             self._uninstall_client_cache()
         if hasattr(self, "runtime"):
             self.runtime.uninstall()
+        if self._uninstall_sqs_time is not None:
+            self._uninstall_sqs_time()
+        if self._uninstall_stop_dates is not None:
+            self._uninstall_stop_dates()
         self.clock.uninstall()
+        self.interpreter_time.uninstall()
+        self.virtual_clock.uninstall()
         self._mock.stop()
 
     @property
@@ -168,29 +186,33 @@ class Rehearsal:
         return str(message["MessageId"])
 
     def run(self, timeout_seconds: float = 300.0) -> list[Execution]:
-        """Drain the source queue through the pipe, wait for every execution to end, emit their events, then let the
-        event source mappings consume what the rules queued (a reconciler); again until nothing new happens."""
+        """Drain the source queue through the pipe, let every execution go as far as it can without the clock
+        moving, emit the events of those that ended, then let the event source mappings consume what the rules
+        queued (a reconciler); again until nothing new happens. An execution held by a fault, or waiting for a
+        timeout, is left running: it goes on when `advance` moves the clock past what it waits for."""
         deadline = time.monotonic() + timeout_seconds
         for _ in range(MAX_SETTLE_ROUNDS):
             self.drain()
-            self._finish_all(deadline, timeout_seconds)
+            self._settle(deadline, timeout_seconds)
             consumed = self.event_sources.drain()
             if not self._discover_executions() and not consumed:
                 self.metrics.publish()
                 return self.executions()
         raise RuntimeError(f"the rehearsal was not quiet after {MAX_SETTLE_ROUNDS} rounds")
 
-    def _finish_all(self, deadline: float, timeout_seconds: float) -> None:
-        """Wait for every known execution to end, emitting each one's status-change event."""
+    def _settle(self, deadline: float, timeout_seconds: float) -> None:
+        """Until the interpreter is quiet (every execution ended, or waiting on the clock), emitting the
+        status-change event of each execution that ended."""
         while True:
             self._emit_finished()
-            pending = [arn for arn in self._started() if arn not in self._announced]
-            if not pending:
+            if self.interpreter_time.quiet():
+                self._emit_finished()
                 return
             if time.monotonic() > deadline:
+                pending = [arn for arn in self._started() if arn not in self._announced]
                 raise TimeoutError(f"{len(pending)} executions still running after {timeout_seconds} s")
             # Poll gently: the executions run on threads of this process and need the interpreter more.
-            time.sleep(0.02)
+            time.sleep(0.005)
 
     def now(self) -> datetime:
         """The rehearsal's virtual time: the deployment's real UTC time plus every `advance` since."""
@@ -199,7 +221,12 @@ class Rehearsal:
     def advance(self, seconds: float, timeout_seconds: float = 300.0) -> list[Firing]:
         """Compressed time: move the virtual clock `seconds` on, firing each schedule whenever its period elapses;
         after each firing the rehearsal runs until quiet (what a redrive started ends, is announced, reconciled)."""
-        return self.scheduler.advance(seconds, settle=lambda: self.run(timeout_seconds))
+        return self.scheduler.advance(seconds, settle=lambda: self.run(timeout_seconds), wakeups=self._next_wakeup)
+
+    def _next_wakeup(self) -> datetime | None:
+        """The next moment something waits for: a timeout on the clock, a message becoming visible again."""
+        moments = [self.virtual_clock.next_deadline(), self.event_sources.next_visible(ACCOUNT, self.region)]
+        return min((m for m in moments if m is not None), default=None)
 
     def drain(self) -> None:
         """Hand everything in the source queue to the workflow, at most MAX_IN_FLIGHT executions at a time."""
@@ -225,7 +252,7 @@ class Rehearsal:
     def release_held(self, timeout_seconds: float = 30.0) -> None:
         """Release every call a HANG fault holds and wait until the held Lambda invocations have run to their end:
         what they write is written before anything the rehearsal does next (the Reconciler, say)."""
-        self.faults.released.set()
+        self.faults.release()
         self.runtime.wait_for_held(timeout_seconds)
 
     def wait_for_hang(self, timeout_seconds: float = 10.0) -> list[str]:

@@ -2,6 +2,7 @@
 
 moto has no model for AWS::Scheduler::Schedule, so the deployment leaves schedules out and this module fires
 them on a virtual clock that starts at the deployment and moves only when the rehearsal advances it:
+- the clock is the rehearsal's VirtualClock (offline/clock.py);
 - `rate(N minute|minutes|hour|hours|day|days)` fires every N units; the first firing is one period after the
   schedule was created (the deployment). cron() and at() expressions are refused: nothing here uses them
   (https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html). A schedule whose State is DISABLED
@@ -30,32 +31,12 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from offline.async_invoke import AsyncLambda, AsyncOutcome
+from offline.clock import VirtualClock
 
 SCHEDULE = "AWS::Scheduler::Schedule"
 _RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 DEFAULT_RETRY_ATTEMPTS = 185  # the RetryPolicy defaults (API_RetryPolicy.html)
-
-
-class VirtualClock:
-    """The rehearsal's "now": it starts at the real UTC time (whole seconds) and moves only when told to."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self._now = (start or datetime.now(UTC)).replace(microsecond=0)
-
-    def now(self) -> datetime:
-        return self._now
-
-    def advance(self, seconds: float) -> datetime:
-        if seconds < 0:
-            raise ValueError("the clock does not go back")
-        self._now += timedelta(seconds=seconds)
-        return self._now
-
-    def set(self, moment: datetime) -> None:
-        if moment < self._now:
-            raise ValueError("the clock does not go back")
-        self._now = moment
 
 
 def rate_period(expression: str) -> timedelta:
@@ -115,19 +96,33 @@ class Scheduler:
         self._next = {s.logical_id: clock.now() + s.period for s in schedules}
         self.firings: list[Firing] = []
 
-    def advance(self, seconds: float, settle: Callable[[], object] | None = None) -> list[Firing]:
-        """Move the clock `seconds` on, firing every schedule each time its period elapses, in time order; `settle`
-        runs after each firing (the rehearsal lets what it started run to quiet before the next one)."""
+    def advance(self, seconds: float, settle: Callable[[], object] | None = None,
+                wakeups: Callable[[], datetime | None] | None = None) -> list[Firing]:
+        """Move the clock `seconds` on, stopping at every moment something is due, in time order: each schedule
+        whenever its period elapses, and each moment `wakeups` names (a timeout, a message becoming visible again).
+        `settle` runs at each stop, before and after the firings (the rehearsal lets what the moment released run
+        to quiet before the next one)."""
         until = self.clock.now() + timedelta(seconds=seconds)
         fired = []
-        while (due := self._earliest_due(until)) is not None:
-            schedule, moment = due
+        while True:
+            due = self._earliest_due(until)
+            woken = wakeups() if wakeups is not None else None
+            moments = [m for m in (due[1] if due else None, woken) if m is not None and m <= until]
+            if not moments:
+                break
+            moment = max(min(moments), self.clock.now())
             self.clock.set(moment)
-            self._next[schedule.logical_id] = moment + schedule.period
-            fired.append(self._fire(schedule, moment))
             if settle is not None:
                 settle()
+            while (due := self._earliest_due(moment)) is not None:
+                schedule, at = due
+                self._next[schedule.logical_id] = at + schedule.period
+                fired.append(self._fire(schedule, at))
+                if settle is not None:
+                    settle()
         self.clock.set(until)
+        if settle is not None:
+            settle()
         return fired
 
     def _earliest_due(self, until: datetime) -> tuple[ScheduleDefinition, datetime] | None:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 class DeliveryClaims(Protocol):
     def claim(self, message_id: str, execution_arn: str) -> bool:
-        """True when this execution owns the message (first claim, or its own retry)."""
+        """True when this execution owns the message (first claim, or its own retry) and nobody is reconciling it."""
         ...
 
 
@@ -26,20 +26,25 @@ class DynamoDBDeliveryClaims:
         self._ttl_seconds = ttl_seconds
 
     def claim(self, message_id: str, execution_arn: str) -> bool:
+        """An UpdateItem, never a PutItem: the row may already carry the Reconciler's state for this execution, and a
+        claim must neither erase it nor succeed once reconciliation began (a late invocation of an execution that
+        timed out or was stopped: what it would do now, the Reconciler could not undo)."""
         now = int(time.time())
         try:
             with aws_errors_as_transient("claiming the SQS message"):
-                self._client.put_item(
+                self._client.update_item(
                     TableName=self._table,
-                    Item={
-                        "messageId": {"S": message_id},
-                        "executionArn": {"S": execution_arn},
-                        "claimedAt": {"N": str(now)},
-                        # Kept as long as idempotency records: a duplicate cannot outlive the claim.
-                        "expiresAt": {"N": str(now + self._ttl_seconds)},
+                    Key={"messageId": {"S": message_id}},
+                    UpdateExpression="SET executionArn = :arn, claimedAt = if_not_exists(claimedAt, :now), "
+                                     # Kept as long as idempotency records: a duplicate cannot outlive the claim.
+                                     "expiresAt = if_not_exists(expiresAt, :expires)",
+                    ConditionExpression="(attribute_not_exists(messageId) OR executionArn = :arn) "
+                                        "AND attribute_not_exists(reconciliation)",
+                    ExpressionAttributeValues={
+                        ":arn": {"S": execution_arn},
+                        ":now": {"N": str(now)},
+                        ":expires": {"N": str(now + self._ttl_seconds)},
                     },
-                    ConditionExpression="attribute_not_exists(messageId) OR executionArn = :arn",
-                    ExpressionAttributeValues={":arn": {"S": execution_arn}},
                 )
         except ClientError as error:
             if error_code(error) == "ConditionalCheckFailedException":

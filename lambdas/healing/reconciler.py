@@ -3,8 +3,10 @@ scheduled sweep's `{"sweep": {"time": ...}}`.
 
 From the queue, each record is one EventBridge event; a record whose reconcile raises is reported in
 batchItemFailures, so the queue redelivers only it and, after maxReceiveCount receives, keeps it in the
-ReconcilerDlq (alarm ReconcilerDlqNotEmpty). A sweep reconciles every execution that ended unreconciled in its
-lookback window; an execution it cannot finish now is left to the next sweep (and to its event).
+ReconcilerDlq (alarm ReconcilerDlqNotEmpty). An execution whose task invocation may still be running
+(NotYetSettled) is reported the same way: it comes back after the queue's visibility timeout, longer than any
+task's function timeout. A sweep reconciles every execution that ended unreconciled in its lookback window; one it
+cannot finish now, or that is not settled yet, is left to the next sweep (and to its event).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
-from healing.reconciliation import Reconciler, ReconcilerSettings, Result, Verdict, event_time
+from healing.reconciliation import NotYetSettled, Reconciler, ReconcilerSettings, Result, Verdict, event_time
 from healing.telemetry import RECONCILED, RECONCILED_MANUAL_REPAIR, count, logger, metrics
 from ops.healing_policy import HealingPolicy
 
@@ -61,6 +63,10 @@ def from_queue(event: dict[str, Any]) -> dict[str, Any]:
             continue
         try:
             _note(reconciler().reconcile(arn, via="event", now=max(now, datetime.now(UTC))))
+        except NotYetSettled as waiting:
+            logger.info("a task may still be running; the queue redelivers it",
+                        extra={"executionArn": arn, "settlesAt": waiting.settles_at.isoformat()})
+            failures.append({"itemIdentifier": record["messageId"]})
         except Exception:
             logger.exception("reconcile failed; the queue redelivers it", extra={"executionArn": arn})
             failures.append({"itemIdentifier": record["messageId"]})
@@ -71,18 +77,20 @@ def sweep(request: dict[str, Any]) -> dict[str, Any]:
     now = event_time(request.get("time"))
     lookback = timedelta(minutes=int(os.environ["SWEEP_LOOKBACK_MINUTES"]))
     longest_run = timedelta(seconds=int(os.environ["EXECUTION_TIMEOUT_SECONDS"]))
-    seen, left = 0, []
+    seen, waiting, left = 0, 0, []
     for arn in reconciler().sweep(now, lookback, longest_run):
         seen += 1
         try:
             _note(reconciler().reconcile(arn, via="sweep", now=now))
+        except NotYetSettled:
+            waiting += 1  # not a failure: a later sweep (or its event) settles it
         except Exception:
             logger.exception("reconcile failed; the next sweep retries it", extra={"executionArn": arn})
             left.append(arn)
     if left:
         # Raised so that the schedule's retry policy and the Errors alarm see it; every other one was done.
         raise RuntimeError(f"{len(left)} of {seen} executions could not be reconciled now: {left[:5]}")
-    return {"swept": seen}
+    return {"swept": seen, "notSettledYet": waiting}
 
 
 def _note(result: Result) -> None:

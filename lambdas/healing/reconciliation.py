@@ -9,6 +9,12 @@ person must act. It is fed by the failure-events queue and by a periodic sweep; 
 so every run claims the message's row in the deliveries table and moves it through CLAIMED -> RECORDED ->
 ANNOUNCED with conditional writes: a second run finds the work done, or resumes where a crashed one stopped.
 
+A timeout or an abort stops the execution, not the Lambda invocation its task had started: that invocation runs
+on up to its function's timeout and may still commit. So a TIMED_OUT or ABORTED execution is compensated only once
+every task invocation its history shows in flight has certainly ended (its start plus its function's timeout plus
+IN_FLIGHT_MARGIN); until then `reconcile` claims the row (a late delivery claim of that execution is refused from
+then on) and raises NotYetSettled, and the event comes back after the queue's visibility timeout.
+
 Imports only boto3-level names: it runs in the Reconciler function as `healing.reconciliation`.
 """
 
@@ -35,6 +41,15 @@ TAIL_ENTRY = "ClaimFailure"
 HANDLE_FAILURE = "HandleFailure"
 NOTIFY_FAILURE = "NotifyFailure"
 RECONCILABLE = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
+STOPPED_MID_TASK = frozenset({"TIMED_OUT", "ABORTED"})  # a task's invocation may outlive these
+# An invocation may begin after its TaskStarted event (the request in transit) and its Init phase may take up to
+# 10 s before the function's timeout starts counting (lambda-runtime-environment.html): a minute covers both, and
+# a task that is not a Lambda invocation (an SQS send, a DynamoDB write) ends well within it.
+IN_FLIGHT_MARGIN = timedelta(seconds=60)
+# The sweep's record of an execution it settled (keyed `settled#<executionArn>#<redriveCount>`), kept past the
+# sweep's lookback so that no later sweep describes it again.
+SETTLED_PREFIX = "settled#"
+BATCH_GET_KEYS = 100  # BatchGetItem's maximum (API_BatchGetItem.html)
 # A run holds the row this long; a run that died mid-way is resumed by the next one after it lapses.
 LEASE_SECONDS = 300
 MAX_CAUSE_CHARS = 4000  # of the cause kept on the row for a resumed announcement (the record keeps it whole)
@@ -58,6 +73,14 @@ class Verdict(StrEnum):
 
 class ReconcileBusy(Exception):
     """Another run holds the execution's row: retry later (the queue redelivers, the next sweep comes)."""
+
+
+class NotYetSettled(Exception):
+    """A task invocation of the stopped execution may still be running: compensate once `settles_at` has passed."""
+
+    def __init__(self, execution_arn: str, settles_at: datetime) -> None:
+        super().__init__(f"{execution_arn}: a task invocation may run until {settles_at.isoformat()}")
+        self.settles_at = settles_at
 
 
 class CompensationRetryable(Exception):
@@ -85,6 +108,8 @@ class ReconcilerSettings:
     deliveries_table: str
     compensations: tuple[Compensation, ...]  # in the order of their steps in the workflow
     claim_ttl_seconds: int
+    # each Lambda task state -> its function's timeout in seconds: how long an invocation it started can run
+    task_timeouts: Mapping[str, int] = field(default_factory=dict)
     compensation_attempts: int = 3
     compensation_backoff_seconds: float = 1.0
 
@@ -101,18 +126,35 @@ class ReconcilerSettings:
             deliveries_table=env["DELIVERIES_TABLE_NAME"],
             compensations=tuple(Compensation(*entry) for entry in json.loads(env.get("COMPENSATIONS", "[]"))),
             claim_ttl_seconds=int(env["DELIVERY_CLAIM_TTL_SECONDS"]),
+            task_timeouts={state: int(limit) for state, limit in json.loads(env.get("TASK_TIMEOUTS", "{}")).items()},
             compensation_attempts=int(env.get("COMPENSATION_ATTEMPTS", "3")),
             compensation_backoff_seconds=float(env.get("COMPENSATION_BACKOFF_SECONDS", "1")),
         )
 
 
 @dataclass(frozen=True)
+class InFlight:
+    """A task invocation the history shows started (or scheduled) and never ended: its state and its start."""
+
+    state: str
+    started: datetime
+
+
+@dataclass(frozen=True)
 class History:
-    """What the execution's history says: the states entered in order, those left, and the tail's input."""
+    """What the execution's history says: the states entered in order, those left, the tail's input, and the task
+    invocations still in flight when it stopped."""
 
     entered: tuple[str, ...]
     exited: frozenset[str]
     tail_input: dict[str, Any] | None  # what ClaimFailure / HandleFailure were entered with: {failure, ...}
+    in_flight: tuple[InFlight, ...] = ()
+
+    def settles_at(self, task_timeouts: Mapping[str, int]) -> datetime | None:
+        """When every invocation in flight has certainly ended (None: none was in flight)."""
+        ends = [task.started + timedelta(seconds=task_timeouts.get(task.state, 0)) + IN_FLIGHT_MARGIN
+                for task in self.in_flight]
+        return max(ends, default=None)
 
     @property
     def failed_state(self) -> str | None:
@@ -127,6 +169,8 @@ class History:
         entered: list[str] = []
         exited: set[str] = set()
         tail_input: dict[str, Any] | None = None
+        by_id = {event.get("id"): event for event in events}
+        open_tasks: dict[Any, InFlight] = {}  # id of a task's Scheduled or Started event -> the task
         for event in events:
             kind = str(event.get("type", ""))
             if kind.endswith("StateEntered"):
@@ -136,7 +180,14 @@ class History:
                     tail_input = _json_object(details.get("input"))
             elif kind.endswith("StateExited"):
                 exited.add(str(event.get("stateExitedEventDetails", {}).get("name")))
-        return cls(tuple(entered), frozenset(exited), tail_input)
+            elif _task_event(kind, TASK_OPENINGS):
+                # A Started event follows its Scheduled one (previousEventId): the task moves to the later id.
+                earlier = open_tasks.pop(event.get("previousEventId"), None)
+                state = earlier.state if earlier else _state_of(event, by_id)
+                open_tasks[event.get("id")] = InFlight(state, _aware(event["timestamp"]))
+            elif _task_event(kind, TASK_ENDINGS):
+                open_tasks.pop(event.get("previousEventId"), None)
+        return cls(tuple(entered), frozenset(exited), tail_input, tuple(open_tasks.values()))
 
 
 @dataclass
@@ -163,7 +214,17 @@ class Reconciler:
     # -- finding what to reconcile ------------------------------------------------------------------------------
 
     def sweep(self, now: datetime, lookback: timedelta, longest_run: timedelta) -> Iterator[str]:
-        """ARNs of the executions that ended FAILED, TIMED_OUT or ABORTED in the lookback window.
+        """ARNs of the executions that ended FAILED, TIMED_OUT or ABORTED in the lookback window and that no run has
+        settled yet: one BatchGetItem per hundred of them decides, so a settled execution is never described again
+        by a later sweep and the sweep's cost does not grow with the failures it already saw."""
+        stopped = list(self._stopped(now, lookback, longest_run))
+        settled = self._settled(stopped)
+        for arn, redrives in stopped:
+            if _settled_key(arn, redrives) not in settled:
+                yield arn
+
+    def _stopped(self, now: datetime, lookback: timedelta, longest_run: timedelta) -> Iterator[tuple[str, int]]:
+        """(ARN, redriveCount) of each execution that stopped in the window.
 
         ListExecutions lists the most recent first, by start date (API_ListExecutions), so each status is read
         only until an execution that started before the window's start minus the longest an execution can run
@@ -178,14 +239,36 @@ class Reconciler:
                 for execution in executions:
                     stopped = execution.get("stopDate")
                     if stopped is not None and _aware(stopped) >= since:
-                        yield str(execution["executionArn"])
+                        yield str(execution["executionArn"]), int(execution.get("redriveCount") or 0)
                 if executions and _aware(executions[-1]["startDate"]) < oldest_start:
                     break
+
+    def _settled(self, executions: Sequence[tuple[str, int]]) -> set[str]:
+        """The settled keys among those executions' (read in batches; unprocessed keys are read again)."""
+        keys = sorted({_settled_key(arn, redrives) for arn, redrives in executions})
+        found: set[str] = set()
+        for start in range(0, len(keys), BATCH_GET_KEYS):
+            pending: dict[str, Any] = {self._settings.deliveries_table: {
+                "Keys": [{"messageId": {"S": key}} for key in keys[start:start + BATCH_GET_KEYS]],
+                "ProjectionExpression": "messageId", "ConsistentRead": True}}
+            while pending:
+                response = self._dynamodb.batch_get_item(RequestItems=pending)
+                found |= {item["messageId"]["S"]
+                          for item in response.get("Responses", {}).get(self._settings.deliveries_table, [])}
+                pending = response.get("UnprocessedKeys") or {}
+        return found
 
     # -- reconciling one execution --------------------------------------------------------------------------------
 
     def reconcile(self, execution_arn: str, *, via: str, now: datetime) -> Result:
         described = self._sfn.describe_execution(executionArn=execution_arn)
+        result = self._reconcile(described, via=via, now=now)
+        if result.verdict is not Verdict.NOT_FAILED:
+            self._mark_settled(execution_arn, int(described.get("redriveCount") or 0), result.verdict, now)
+        return result
+
+    def _reconcile(self, described: Mapping[str, Any], *, via: str, now: datetime) -> Result:
+        execution_arn = str(described["executionArn"])
         status = str(described["status"])
         if status not in RECONCILABLE or described.get("redriveStatus") == "NOT_REDRIVABLE_RUNNING":
             return Result(Verdict.NOT_FAILED, execution_arn, status=status)
@@ -202,17 +285,21 @@ class Reconciler:
         if row.get("reconciliation") == Stage.ANNOUNCED:
             return Result(Verdict.ALREADY_RECONCILED, execution_arn, message_id, status)
         try:
-            return self._settle(described, row, record, message_id, via=via, now=now)
+            history = History.from_events(self._history(execution_arn))
+            settles_at = history.settles_at(self._settings.task_timeouts) if status in STOPPED_MID_TASK else None
+            if settles_at is not None and now < settles_at:
+                raise NotYetSettled(execution_arn, settles_at)
+            return self._settle(described, row, record, message_id, history, via=via, now=now)
         except Exception:
-            # A failure this run saw (not a crash): let the retry in at once rather than after the lease.
+            # A failure this run saw (not a crash): let the retry in at once rather than after the lease. The row
+            # stays claimed for reconciliation, so a late invocation of this execution cannot claim the message.
             self._release(message_id, execution_arn)
             raise
 
     def _settle(self, described: Mapping[str, Any], row: Mapping[str, Any], record: dict[str, Any],
-                message_id: str, *, via: str, now: datetime) -> Result:
+                message_id: str, history: History, *, via: str, now: datetime) -> Result:
         execution_arn, status = str(described["executionArn"]), str(described["status"])
         result = Result(Verdict.RECONCILED, execution_arn, message_id, status)
-        history = History.from_events(self._history(execution_arn))
         failure, compensation, manual_repair, recorded_by_tail = self._failure(described, history)
         if row.get("reconciliation") == Stage.RECORDED:
             summary = _json_object(row.get("summary")) or {}
@@ -377,6 +464,18 @@ class Reconciler:
                                    UpdateExpression=expression, ConditionExpression="executionArn = :arn",
                                    ExpressionAttributeValues=values)
 
+    def _mark_settled(self, execution_arn: str, redrives: int, verdict: Verdict, now: datetime) -> None:
+        """Note for later sweeps that this execution (as of this redrive) needs nothing more."""
+        # Only spares later sweeps a describe: if the write fails, they describe the execution and find it settled.
+        with contextlib.suppress(ClientError):
+            self._dynamodb.update_item(
+                TableName=self._settings.deliveries_table,
+                Key={"messageId": {"S": _settled_key(execution_arn, redrives)}},
+                UpdateExpression="SET verdict = :verdict, expiresAt = :ttl",
+                ExpressionAttributeValues={":verdict": {"S": verdict.value},
+                                           ":ttl": {"N": str(int(now.timestamp()) + self._settings.claim_ttl_seconds)}},
+            )
+
     def _release(self, message_id: str, execution_arn: str) -> None:
         with contextlib.suppress(ClientError):  # if this fails too, the lease lapses by itself
             self._dynamodb.update_item(TableName=self._settings.deliveries_table, Key={"messageId": {"S": message_id}},
@@ -390,6 +489,32 @@ class Reconciler:
         for page in paginator.paginate(executionArn=execution_arn, includeExecutionData=True):
             events.extend(page["events"])
         return events
+
+
+def _settled_key(execution_arn: str, redrives: int) -> str:
+    return f"{SETTLED_PREFIX}{execution_arn}#{redrives}"
+
+
+TASK_PREFIXES = ("Task", "LambdaFunction", "Activity")
+TASK_OPENINGS = ("Scheduled", "Started")
+TASK_ENDINGS = ("Succeeded", "Failed", "TimedOut", "StartFailed", "ScheduleFailed", "SubmitFailed")
+
+
+def _task_event(kind: str, suffixes: tuple[str, ...]) -> bool:
+    """A task's own history event (TaskScheduled, LambdaFunctionTimedOut, ...), not a state's or the execution's."""
+    return any(kind == prefix + suffix for prefix in TASK_PREFIXES for suffix in suffixes)
+
+
+def _state_of(event: Mapping[str, Any], by_id: Mapping[Any, Mapping[str, Any]]) -> str:
+    """The state a task event belongs to: the StateEntered event its previousEventId chain leads back to."""
+    current: Mapping[str, Any] | None = event
+    for _ in range(len(by_id)):
+        current = by_id.get(current.get("previousEventId")) if current is not None else None
+        if current is None:
+            break
+        if str(current.get("type", "")).endswith("StateEntered"):
+            return str(current.get("stateEnteredEventDetails", {}).get("name"))
+    return "?"
 
 
 def _reason(status: str, history: History) -> str:

@@ -60,6 +60,9 @@ class HealedResources:
     compensations: tuple[tuple[str, str, lambda_.IFunction], ...]
     # each task state -> the error names its Retry retries: what "transient by class" means for this workflow
     transient_errors: Mapping[str, frozenset[str]]
+    # each Lambda task state -> its function's timeout in seconds: how long an invocation it started may still run
+    # after its execution stopped (the Reconciler compensates a timed-out or aborted execution only after that)
+    task_timeouts: Mapping[str, int]
 
 
 def failure_events_queue(scope: Construct, *, key: kms.IKey, config: PipelineSettings) -> tuple[sqs.Queue, sqs.Queue]:
@@ -120,6 +123,7 @@ class Healing(Construct):
                 "DELIVERY_CLAIM_TTL_SECONDS": str(settings.idempotency_expiry_seconds),
                 "COMPENSATIONS": Stack.of(self).to_json_string(
                     [[step, state, function.function_arn] for step, state, function in r.compensations]),
+                "TASK_TIMEOUTS": json.dumps(dict(sorted(r.task_timeouts.items())), separators=(",", ":")),
                 "SWEEP_LOOKBACK_MINUTES": str(healing.sweep_lookback_minutes),
                 "EXECUTION_TIMEOUT_SECONDS": str(settings.execution_timeout_minutes * 60),
             },
@@ -176,7 +180,8 @@ class Healing(Construct):
             actions=["states:DescribeExecution", "states:GetExecutionHistory"], resources=[executions]))
         self.reconciler.add_to_role_policy(iam.PolicyStatement(
             actions=["states:ListExecutions"], resources=[r.state_machine.state_machine_arn]))
-        r.deliveries_table.grant(self.reconciler, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        # BatchGetItem: the sweep reads which executions it already settled before describing any.
+        r.deliveries_table.grant(self.reconciler, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
         r.key.grant(self.reconciler, "kms:Decrypt", "kms:GenerateDataKey")  # the table, the DLQ and the topic
         r.failure_dlq.grant_send_messages(self.reconciler)
         r.alerts_topic.grant_publish(self.reconciler)

@@ -152,6 +152,7 @@ class FireAndForgetPipeline(Construct):
                 compensations=tuple((step, state, workflow.functions[state])
                                     for step, state in workflow.ordered_undo(machine.definition)),
                 transient_errors=retried_errors(machine.definition),
+                task_timeouts={state: _timeout_seconds(function) for state, function in workflow.functions.items()},
             ),
         )
         SlackNotifications(self, "Notifications", config=settings, topic=self.alerts_topic)
@@ -248,6 +249,7 @@ class FireAndForgetPipeline(Construct):
 # CloudFormation names a state machine without a StateMachineName `<stack name>-<logical id>-<12 characters>`, and
 # Step Functions takes at most 80 characters (API_StateMachineListItem: "Maximum length of 80").
 MAX_STATE_MACHINE_NAME = 80
+DEFAULT_LAMBDA_TIMEOUT = 3  # seconds: Lambda's default when a function sets none (API_CreateFunction.html)
 GENERATED_SUFFIX = 13
 
 
@@ -283,3 +285,8 @@ def _check_name(name: str) -> None:
     if not (0 < len(name) <= 32 and name[0].isalpha() and all(c.islower() or c.isdigit() or c == "-" for c in name)):
         raise WiringError(f"Pipeline name {name!r}: use 1 to 32 lowercase letters, digits or '-', starting with a "
                           "letter (it is written into every failure record).")
+
+
+def _timeout_seconds(function: lambda_.Function) -> int:
+    """How long one invocation of the function may run."""
+    return int(function.timeout.to_seconds()) if function.timeout is not None else DEFAULT_LAMBDA_TIMEOUT

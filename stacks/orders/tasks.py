@@ -26,7 +26,7 @@ ORDER_METRICS = WorkflowMetrics(
     outcomes=("OrdersReserved", "OrdersCharged", "OrdersShipped"),
     rejections=("InvalidOrders", "OutOfStock", "PaymentsDeclined", "ShippingUnavailable", "DuplicateDeliveries",
                 "DuplicateOrders", "OrderConflicts"),
-    compensations=("ShipmentsCancelled", "InventoryReleased", "PaymentsRefunded"),
+    compensations=("ShipmentsCancelled", "InventoryReleased", "PaymentsRefunded", "OrphanChargesRefunded"),
     manual_repair="CompensationsFailed",
     expected_errors={
         "ReserveInventory": ("DuplicateDeliveries", "DuplicateOrders", "InvalidOrders", "OrderConflicts",
@@ -49,7 +49,8 @@ class TaskSpec:
 TASKS = (
     # ReserveInventory also claims each SQS message: the pipeline grants it its deliveries table.
     TaskSpec("ReserveInventory", "reserve_inventory", ("Inventory", "Reservations", "Orders")),
-    TaskSpec("ChargePayment", "charge_payment", ("Payments",)),
+    # ChargePayment reads the ledger before refunding a charge another attempt left behind.
+    TaskSpec("ChargePayment", "charge_payment", ("Payments", "Orders")),
     TaskSpec("ArrangeShipping", "arrange_shipping", ("Shipments", "Orders")),
     TaskSpec("CancelShipment", "cancel_shipment", ("Shipments", "Orders")),
     TaskSpec("RefundPayment", "refund_payment", ("Payments", "Orders")),

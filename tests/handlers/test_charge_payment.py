@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from charge_payment.handler import handler
-from common.errors import InvalidOrder, PaymentDeclined, TransientError
+from common.errors import DuplicateOrder, InvalidOrder, PaymentDeclined, TransientError
+from release_inventory.handler import handler as release
 from tests.handlers.account import Account
 from tests.handlers.saga import emitted_metrics, faults
 from tests.handlers.steps import reserved
@@ -140,3 +141,47 @@ def test_reading_the_credit_limit_throttled_is_transient(account: Account, lambd
 def test_input_that_is_not_an_order_context_is_invalid(account: Account, lambda_context: Any) -> None:
     with pytest.raises(InvalidOrder, match="ReserveInventory"):
         handler({"orderId": "ord-1001"}, lambda_context)
+
+
+def test_a_charge_left_by_an_attempt_that_no_longer_owns_the_order_is_refunded_not_adopted(
+    account: Account, lambda_context: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given attempt A reserved, was compensated (the order handed over), and then its late ChargePayment invocation
+    # committed a charge: an invocation that outlived its execution
+    order = events.order()
+    first = events.sqs_record(order, message_id="aaaaaaaa-0000-4000-8000-000000000001")
+    first_arn = "arn:aws:states:us-east-1:123456789012:execution:saga:first"
+    late = reserved(account, lambda_context, first, arn=first_arn)
+    release(events.compensation_input(first, first_arn), lambda_context)
+    handler(late, lambda_context)
+    assert (account.charge("ord-1001") or {})["attemptId"] == first["messageId"]
+    # And attempt B (a redriven copy) took the order over
+    second = events.sqs_record(order, message_id="bbbbbbbb-0000-4000-8000-000000000002")
+    context = reserved(account, lambda_context, second, arn="arn:aws:states:us-east-1:123456789012:execution:saga:b")
+    capsys.readouterr()
+
+    # When B's ChargePayment runs
+    result = handler(context, lambda_context)
+
+    # Then B's charge is its own, and A's was refunded first: one live charge, by the owner
+    assert result["payment"]["attemptId"] == second["messageId"]
+    charge = account.charge("ord-1001")
+    assert charge is not None and (charge["status"], charge["attemptId"]) == ("CHARGED", second["messageId"])
+    assert emitted_metrics(capsys.readouterr().out)["OrphanChargesRefunded"] == 1
+
+
+def test_an_attempt_that_does_not_own_the_order_never_takes_another_attempts_charge(
+    account: Account, lambda_context: Any
+) -> None:
+    # Given attempt A owns the order and charged it
+    order = events.order()
+    first = events.sqs_record(order, message_id="aaaaaaaa-0000-4000-8000-000000000001")
+    handler(reserved(account, lambda_context, first), lambda_context)
+    # When a ChargePayment of another attempt, which owns nothing, runs on the same order
+    stray = {**reserved(account, lambda_context, first), "messageId": "cccccccc-0000-4000-8000-000000000003"}
+
+    # Then it fails loudly and A's charge is untouched
+    with pytest.raises(DuplicateOrder, match="not owned"):
+        handler(stray, lambda_context)
+    charge = account.charge("ord-1001")
+    assert charge is not None and (charge["status"], charge["attemptId"]) == ("CHARGED", first["messageId"])

@@ -43,7 +43,7 @@ def hung(aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rehearsal]
     monkeypatch.setattr(ops.cli_smoke, "new_run_id", lambda: RUN_ID)
     aws.faults.add(Fault("ArrangeShipping", FaultKind.HANG, order_id=f"smoke-{RUN_ID}-valid"))
     yield aws
-    aws.faults.released.set()
+    aws.faults.release()
     aws.run()
     aws.faults.released.clear()
     aws.runtime.hanging.clear()

@@ -47,7 +47,7 @@ def test_the_page_shows_the_windows_executions_by_status_error_and_step(
     aws.drain()
     (hung,) = aws.wait_for_hang()
     aws.abort(hung)
-    aws.faults.released.set()
+    aws.faults.release()
     aws.run()
 
     # When the operator writes the report for that window

@@ -6,141 +6,25 @@ tests/workflow/test_healing.py; these pin each rule of the reconciler against a 
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
-from healing.reconciliation import (
-    Compensation,
-    History,
-    ReconcileBusy,
-    Reconciler,
-    ReconcilerSettings,
-    Verdict,
-)
-from ops.healing_policy import HealingPolicy
-
-REGION = "us-east-1"
-MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:saga"
-NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-STEPS = ("ReserveInventory", "ChargePayment", "ArrangeShipping")
-UNDO = (("ReserveInventory", "ReleaseInventory"), ("ChargePayment", "RefundPayment"),
-        ("ArrangeShipping", "CancelShipment"))
-RETRIED = {name: frozenset({"TransientError"}) for name in (*STEPS, *(c for _s, c in UNDO))}
-
-
-def _events(*states: str, exited: tuple[str, ...] = (), tail_input: dict[str, Any] | None = None
-            ) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = [{"type": "ExecutionStarted"}]
-    for name in states:
-        entered: dict[str, Any] = {"name": name}
-        if name in ("ClaimFailure", "HandleFailure") and tail_input is not None:
-            entered["input"] = json.dumps(tail_input)
-        events.append({"type": "TaskStateEntered", "stateEnteredEventDetails": entered})
-        if name in exited:
-            events.append({"type": "TaskStateExited", "stateExitedEventDetails": {"name": name}})
-    return events
-
-
-@dataclass
-class ScriptedStepFunctions:
-    """DescribeExecution / GetExecutionHistory / ListExecutions over executions given by the test."""
-
-    executions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    histories: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-    def add(self, name: str, status: str, states: list[str], *, error: str | None = None,
-            exited: tuple[str, ...] = (), tail_input: dict[str, Any] | None = None,
-            message_id: str | None = None, stopped: datetime = NOW) -> str:
-        arn = f"arn:aws:states:us-east-1:123456789012:execution:saga:{name}"
-        record = {"messageId": message_id or f"msg-{name}", "body": json.dumps({"orderId": name}),
-                  "messageAttributes": {}}
-        self.executions[arn] = {"executionArn": arn, "stateMachineArn": MACHINE, "status": status,
-                                "error": error, "cause": f"cause of {name}", "input": json.dumps([record]),
-                                "startDate": stopped - timedelta(minutes=1), "stopDate": stopped}
-        self.histories[arn] = _events(*states, exited=exited, tail_input=tail_input)
-        return arn
-
-    def describe_execution(self, executionArn: str) -> dict[str, Any]:  # noqa: N803 - boto3's names
-        return self.executions[executionArn]
-
-    def get_paginator(self, operation: str) -> Any:
-        sfn = self
-
-        class Paginator:
-            def paginate(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-                if operation == "get_execution_history":
-                    yield {"events": sfn.histories[kwargs["executionArn"]]}
-                else:
-                    listed = [e for e in sfn.executions.values() if e["status"] == kwargs["statusFilter"]]
-                    yield {"executions": sorted(listed, key=lambda e: e["startDate"], reverse=True)}
-
-        return Paginator()
-
-
-@dataclass
-class ScriptedCompensations:
-    """Lambda Invoke for the compensation functions: records each call; `fail` makes one raise for good."""
-
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    fail: dict[str, str] = field(default_factory=dict)  # function arn -> errorType
-
-    def invoke(self, FunctionName: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
-        self.calls.append((FunctionName, json.loads(Payload)))
-        if FunctionName in self.fail:
-            body = {"errorType": self.fail[FunctionName], "errorMessage": "refused"}
-            return {"FunctionError": "Unhandled", "Payload": io.BytesIO(json.dumps(body).encode())}
-        return {"Payload": io.BytesIO(b'{"undone": true}')}
+from healing.reconciliation import History, ReconcileBusy, Verdict
+from tests.pipeline.reconciler_account import NOW, drain, events
 
 
 @pytest.fixture
-def aws() -> Iterator[dict[str, Any]]:
-    with mock_aws():
-        sqs = boto3.client("sqs", region_name=REGION)
-        sns = boto3.client("sns", region_name=REGION)
-        dynamodb = boto3.client("dynamodb", region_name=REGION)
-        dlq = sqs.create_queue(QueueName="failure-dlq")["QueueUrl"]
-        topic = sns.create_topic(Name="alerts")["TopicArn"]
-        alerts = sqs.create_queue(QueueName="alerts-copy")["QueueUrl"]
-        alerts_arn = sqs.get_queue_attributes(QueueUrl=alerts, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=alerts_arn)
-        dynamodb.create_table(TableName="deliveries", BillingMode="PAY_PER_REQUEST",
-                              AttributeDefinitions=[{"AttributeName": "messageId", "AttributeType": "S"}],
-                              KeySchema=[{"AttributeName": "messageId", "KeyType": "HASH"}])
-        sfn, compensations = ScriptedStepFunctions(), ScriptedCompensations()
-        settings = ReconcilerSettings(
-            pipeline="orders", environment="dev", title="Order saga", region=REGION, state_machine_arn=MACHINE,
-            failure_dlq_url=dlq, alerts_topic_arn=topic, deliveries_table="deliveries",
-            compensations=tuple(Compensation(step, state, f"fn-{state}") for step, state in UNDO),
-            claim_ttl_seconds=3600, compensation_backoff_seconds=0)
-        reconciler = Reconciler(sfn=sfn, dynamodb=dynamodb, sqs=sqs, sns=sns, lambda_client=compensations,
-                                settings=settings, policy=HealingPolicy(transient_errors=RETRIED),
-                                sleep=lambda _s: None)
-        yield {"reconciler": reconciler, "sfn": sfn, "compensations": compensations, "sqs": sqs, "dlq": dlq,
-               "alerts": alerts, "dynamodb": dynamodb}
-
-
-def _drain(sqs: Any, url: str) -> list[dict[str, Any]]:
-    out = []
-    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-        for message in batch:
-            out.append(json.loads(message["Body"]))
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-    return out
-
+def aws(reconciler_account: dict[str, Any]) -> dict[str, Any]:
+    return reconciler_account
 
 def test_history_names_where_the_execution_stopped_and_what_the_tail_was_given() -> None:
-    history = History.from_events(_events("ReserveInventory", "ChargePayment", exited=("ReserveInventory",)))
+    history = History.from_events(events("ReserveInventory", "ChargePayment", exited=("ReserveInventory",)))
     assert history.failed_state == "ChargePayment"
-    tail = History.from_events(_events("ReserveInventory", "ClaimFailure", "HandleFailure",
+    tail = History.from_events(events("ReserveInventory", "ClaimFailure", "HandleFailure",
                                        exited=("ReserveInventory", "ClaimFailure"), tail_input={"failure": {}}))
     assert (tail.failed_state, tail.tail_input) == ("HandleFailure", {"failure": {}})
 
@@ -153,13 +37,13 @@ def test_a_timed_out_execution_is_compensated_in_reverse_and_recorded_but_not_an
     assert [name for name, _payload in aws["compensations"].calls] == ["fn-RefundPayment", "fn-ReleaseInventory"]
     record = json.loads(aws["sfn"].executions[arn]["input"])[0]
     assert all(payload == {"record": record, "executionArn": arn} for _n, payload in aws["compensations"].calls)
-    (stored,) = _drain(aws["sqs"], aws["dlq"])
+    (stored,) = drain(aws["sqs"], aws["dlq"])
     assert stored["kind"] == "fire-and-forget.failure.v1" and stored["record"] == record
     assert stored["failure"]["state"] == "ChargePayment" and stored["failure"]["error"] == "States.Timeout"
     assert stored["manualRepair"] is False
     assert stored["reconciliation"]["status"] == "TIMED_OUT"
     assert stored["reconciliation"]["compensated"] == ["RefundPayment", "ReleaseInventory"]
-    assert _drain(aws["sqs"], aws["alerts"]) == []  # transient: the redriver retries it, announced if it fails for good
+    assert drain(aws["sqs"], aws["alerts"]) == []  # transient: the redriver retries it, announced if it fails for good
 
 
 def test_an_aborted_execution_is_announced_once_with_its_final_state(aws: dict[str, Any]) -> None:
@@ -168,8 +52,8 @@ def test_an_aborted_execution_is_announced_once_with_its_final_state(aws: dict[s
     first = aws["reconciler"].reconcile(arn, via="event", now=NOW)
     again = aws["reconciler"].reconcile(arn, via="sweep", now=NOW + timedelta(minutes=15))
     assert (first.verdict, again.verdict) == (Verdict.RECONCILED, Verdict.ALREADY_RECONCILED)
-    assert len(_drain(aws["sqs"], aws["dlq"])) == 1
-    (alert,) = _drain(aws["sqs"], aws["alerts"])
+    assert len(drain(aws["sqs"], aws["dlq"])) == 1
+    (alert,) = drain(aws["sqs"], aws["alerts"])
     assert alert["Subject"] == "[dev] Order saga aborted in ArrangeShipping"
     card = json.loads(alert["Message"])  # an SQS subscriber gets the `default` text: the chat card
     assert card["metadata"]["additionalContext"]["executionArn"] == arn
@@ -182,10 +66,10 @@ def test_a_failing_compensation_flags_manual_repair_and_is_announced(aws: dict[s
     arn = aws["sfn"].add("m1", "TIMED_OUT", ["ReserveInventory", "ChargePayment"], exited=("ReserveInventory",))
     result = aws["reconciler"].reconcile(arn, via="event", now=NOW)
     assert result.manual_repair and result.announced
-    (stored,) = _drain(aws["sqs"], aws["dlq"])
+    (stored,) = drain(aws["sqs"], aws["dlq"])
     assert stored["manualRepair"] is True
     assert [c["status"] for c in stored["compensation"]["reconciled"]] == ["FAILED", "COMPENSATED"]
-    assert len(_drain(aws["sqs"], aws["alerts"])) == 1
+    assert len(drain(aws["sqs"], aws["alerts"])) == 1
 
 
 def test_a_transiently_failing_compensation_is_retried_later_not_flagged(aws: dict[str, Any]) -> None:
@@ -193,11 +77,11 @@ def test_a_transiently_failing_compensation_is_retried_later_not_flagged(aws: di
     arn = aws["sfn"].add("r1", "TIMED_OUT", ["ReserveInventory"])
     with pytest.raises(Exception, match="still failing transiently"):
         aws["reconciler"].reconcile(arn, via="event", now=NOW)
-    assert _drain(aws["sqs"], aws["dlq"]) == []
+    assert drain(aws["sqs"], aws["dlq"]) == []
     del aws["compensations"].fail["fn-ReleaseInventory"]
     later = aws["reconciler"].reconcile(arn, via="event", now=NOW + timedelta(minutes=6))  # the lease lapsed
     assert later.verdict is Verdict.RECONCILED and not later.manual_repair
-    assert len(_drain(aws["sqs"], aws["dlq"])) == 1
+    assert len(drain(aws["sqs"], aws["dlq"])) == 1
 
 
 def test_a_run_that_crashed_after_recording_resumes_and_does_not_record_twice(aws: dict[str, Any]) -> None:
@@ -215,8 +99,8 @@ def test_a_run_that_crashed_after_recording_resumes_and_does_not_record_twice(aw
     # The failed run released its lease: the redelivery resumes at once, from RECORDED.
     resumed = reconciler.reconcile(arn, via="event", now=NOW + timedelta(seconds=1))
     assert resumed.verdict is Verdict.RECONCILED and resumed.announced and not resumed.recorded
-    assert len(_drain(aws["sqs"], aws["dlq"])) == 1
-    assert len(_drain(aws["sqs"], aws["alerts"])) == 1
+    assert len(drain(aws["sqs"], aws["dlq"])) == 1
+    assert len(drain(aws["sqs"], aws["alerts"])) == 1
     assert len(aws["compensations"].calls) == 1  # not compensated again
 
 
@@ -235,7 +119,7 @@ def test_a_message_another_execution_owns_is_left_alone(aws: dict[str, Any]) -> 
                                                            "executionArn": {"S": owner}})
     assert aws["reconciler"].reconcile(twin, via="event", now=NOW).verdict is Verdict.NOT_OWNER
     assert aws["reconciler"].reconcile(owner, via="event", now=NOW).verdict is Verdict.NOT_FAILED
-    assert _drain(aws["sqs"], aws["dlq"]) == [] and aws["compensations"].calls == []
+    assert drain(aws["sqs"], aws["dlq"]) == [] and aws["compensations"].calls == []
 
 
 def test_what_the_failure_tail_recorded_is_not_reconciled(aws: dict[str, Any]) -> None:
@@ -253,8 +137,8 @@ def test_died_in_notify_failure_is_announced_from_the_tails_own_description_with
                          exited=("ClaimFailure", "HandleFailure"))
     result = aws["reconciler"].reconcile(arn, via="event", now=NOW)
     assert result.announced and not result.recorded and aws["compensations"].calls == []
-    assert _drain(aws["sqs"], aws["dlq"]) == []
-    (alert,) = _drain(aws["sqs"], aws["alerts"])
+    assert drain(aws["sqs"], aws["dlq"]) == []
+    (alert,) = drain(aws["sqs"], aws["alerts"])
     assert alert["Subject"] == "[dev] Order saga failed in ReserveInventory"
 
 
@@ -264,7 +148,7 @@ def test_died_in_handle_failure_writes_the_record_the_tail_could_not(aws: dict[s
     arn = aws["sfn"].add("d1", "FAILED", ["ReserveInventory", "ChargePayment", "ClaimFailure", "HandleFailure"],
                          error="SQS.KmsThrottled", tail_input=tail, exited=("ReserveInventory", "ClaimFailure"))
     result = aws["reconciler"].reconcile(arn, via="event", now=NOW)
-    (stored,) = _drain(aws["sqs"], aws["dlq"])
+    (stored,) = drain(aws["sqs"], aws["dlq"])
     assert stored["failure"]["error"] == "TransientError" and stored["reconciliation"]["status"] == "FAILED"
     assert result.recorded and not result.announced  # transient: waits for the redriver
 

@@ -15,11 +15,13 @@ from moto import mock_aws
 
 from offline.assembly import CloudAssembly
 from offline.async_invoke import AsyncLambda, read_policies
+from offline.clock import VirtualClock
 from offline.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
 from offline.event_sources import EventSourceMappings
 from offline.faults import FaultPlan
 from offline.lambda_runtime import LambdaRuntime
-from offline.schedules import Scheduler, VirtualClock, read_schedules
+from offline.schedules import Scheduler, read_schedules
+from offline.sqs_time import install_sqs_on_the_clock
 from tests.rehearsal_emulation.probe_app import STACK_NAME, synthesize
 
 REGION = "us-east-1"
@@ -70,6 +72,15 @@ class ProbeAccount:
             found.extend(batch)
         return found
 
+    def drain_over_time(self) -> None:
+        """Drain the mappings' queues, moving the clock past each visibility timeout, until nothing comes back."""
+        while True:
+            self.mappings.drain()
+            moment = self.mappings.next_visible(ACCOUNT, REGION)
+            if moment is None:
+                return
+            self.clock.set(max(moment, self.clock.now()))
+
     def observed(self) -> list[dict[str, Any]]:
         """The events the probe function was invoked with, in order."""
         bodies = [json.loads(m["Body"]) for m in self.messages("ObservationsQueueUrl")]
@@ -86,6 +97,9 @@ class ProbeAccount:
 
 @pytest.fixture
 def probe(probe_assembly: CloudAssembly) -> Iterator[ProbeAccount]:
+    clock = VirtualClock()
+    clock.install()  # every timestamp, visibility timeout and schedule on the one virtual clock
+    uninstall_sqs_time = install_sqs_on_the_clock()
     with mock_aws(config={"lambda": {"use_docker": False}}):
         stack = deploy(probe_assembly, REGION)
         sqs = boto3.client("sqs", region_name=REGION)
@@ -102,7 +116,6 @@ def probe(probe_assembly: CloudAssembly) -> Iterator[ProbeAccount]:
         task_names = {stack.physical_ids[lid]: lid.split("Function")[0] for lid in functions}
         runtime = LambdaRuntime(asset_directories(probe_assembly), task_names, faults)
         runtime.install()
-        clock = VirtualClock()
         invoker = AsyncLambda(lambda_client, sqs, read_policies(probe_assembly, stack, queue_urls))
         try:
             yield ProbeAccount(
@@ -121,3 +134,5 @@ def probe(probe_assembly: CloudAssembly) -> Iterator[ProbeAccount]:
             )
         finally:
             runtime.uninstall()
+            uninstall_sqs_time()
+            clock.uninstall()

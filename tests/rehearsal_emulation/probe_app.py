@@ -28,6 +28,7 @@ STACK_NAME = "HealingProbe"
 PIPELINE_STACK_NAME = "HealingProbePipeline"
 PROBE_CODE = Path(__file__).parent / "probe_function"
 MAX_RECEIVE_COUNT = 3
+VISIBILITY_TIMEOUT_SECONDS = 60
 SWEEP_MINUTES = 15
 TICK_MINUTES = 5
 TICK_RETRY_ATTEMPTS = 2
@@ -49,7 +50,7 @@ class ProbeStack(cdk.Stack):
         failure_events = sqs.Queue(
             self,
             "FailureEvents",
-            visibility_timeout=cdk.Duration.seconds(60),
+            visibility_timeout=cdk.Duration.seconds(VISIBILITY_TIMEOUT_SECONDS),
             dead_letter_queue=sqs.DeadLetterQueue(queue=reconciler_dlq, max_receive_count=MAX_RECEIVE_COUNT),
         )
         tick_dlq = sqs.Queue(self, "TickDlq")
@@ -111,6 +112,7 @@ class PipelineProbeStack(cdk.Stack):
         failure_events = sqs.Queue(
             self,
             "FailureEvents",
+            visibility_timeout=cdk.Duration.seconds(VISIBILITY_TIMEOUT_SECONDS),
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=sqs.Queue(self, "ReconcilerDlq"), max_receive_count=MAX_RECEIVE_COUNT
             ),

@@ -7,7 +7,7 @@ import pytest
 from offline.event_sources import batch_item_failures
 from offline.faults import Fault, FaultKind
 from tests.rehearsal_emulation.conftest import ProbeAccount
-from tests.rehearsal_emulation.probe_app import MAX_RECEIVE_COUNT
+from tests.rehearsal_emulation.probe_app import MAX_RECEIVE_COUNT, VISIBILITY_TIMEOUT_SECONDS
 
 
 def test_the_mapping_is_read_from_the_template_and_left_out_of_moto(probe: ProbeAccount) -> None:
@@ -78,7 +78,11 @@ def test_a_partial_batch_response_deletes_all_but_the_listed_records(probe: Prob
     probe.send({"outcome": "ok"})
     # When the mapping polls once
     probe.mappings.poll()
-    # Then only the listed message is still on the queue, visible again at once
+    # Then only the listed message is still on the queue: invisible for the queue's visibility timeout, then back
+    assert probe.messages("FailureEventsQueueUrl") == []
+    probe.clock.advance(VISIBILITY_TIMEOUT_SECONDS - 1)
+    assert probe.messages("FailureEventsQueueUrl") == []
+    probe.clock.advance(1)
     assert [m["MessageId"] for m in probe.messages("FailureEventsQueueUrl")] == [failing]
 
 
@@ -86,8 +90,8 @@ def test_a_reported_failure_is_redelivered_until_the_redrive_policy_moves_it_to_
     # Given a message the function fails every time, and one it processes
     failing = probe.send({"outcome": "fail"})
     probe.send({"outcome": "ok"})
-    # When the mapping drains the queue
-    probe.mappings.drain()
+    # When the mapping drains the queue, each redelivery after the visibility timeout
+    probe.drain_over_time()
     # Then the failing message was delivered maxReceiveCount times, with a growing receive count
     deliveries = [r for e in probe.observed() for r in e["Records"] if r["messageId"] == failing]
     assert [r["attributes"]["ApproximateReceiveCount"] for r in deliveries] == [
@@ -101,8 +105,8 @@ def test_a_reported_failure_is_redelivered_until_the_redrive_policy_moves_it_to_
 def test_a_function_error_deletes_nothing_and_the_batch_ends_in_the_dlq(probe: ProbeAccount) -> None:
     # Given a batch in which one record makes the whole invocation raise
     ids = {probe.send({"outcome": "ok"}), probe.send({"outcome": "raise"})}
-    # When the mapping drains the queue
-    probe.mappings.drain()
+    # When the mapping drains the queue, each redelivery after the visibility timeout
+    probe.drain_over_time()
     # Then every invocation failed, each record was delivered maxReceiveCount times, and both are in the DLQ
     stats = probe.mappings.stats(probe.function_name("ReconcilerFunction"))
     assert (stats.invocations, stats.failed_invocations, stats.deleted) == (MAX_RECEIVE_COUNT, MAX_RECEIVE_COUNT, 0)
@@ -113,8 +117,8 @@ def test_a_fault_on_the_reconciler_is_retried_by_redelivery(probe: ProbeAccount)
     # Given the reconciler crashing on its first invocation only (the fault matrix's "reconciler itself failing")
     probe.faults.add(Fault("Reconciler", FaultKind.CRASH, times=1))
     message = probe.send({"outcome": "ok"})
-    # When the mapping drains the queue
-    probe.mappings.drain()
+    # When the mapping drains the queue, the redelivery after the visibility timeout
+    probe.drain_over_time()
     # Then the second delivery (receive count 2) processed it, and it was deleted
     assert [i.error_type for i in probe.runtime.invocations] == ["Runtime.ExitError", None]
     (event,) = probe.observed()  # the crash happened before the handler ran
@@ -128,7 +132,8 @@ def test_a_throttled_invoke_keeps_the_batch(probe: ProbeAccount) -> None:
     message = probe.send({"outcome": "ok"})
     # When the mapping polls once
     probe.mappings.poll()
-    # Then the message is still there
+    # Then the message is still there, received again once the visibility timeout has passed
+    probe.clock.advance(VISIBILITY_TIMEOUT_SECONDS + 1)
     assert [m["MessageId"] for m in probe.messages("FailureEventsQueueUrl")] == [message]
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from offline.faults import Fault, FaultKind
 from offline.rehearsal import Rehearsal
-from tests.rehearsal_emulation.probe_app import PIPELINE_STACK_NAME, TICK_MINUTES
+from tests.rehearsal_emulation.probe_app import PIPELINE_STACK_NAME, TICK_MINUTES, VISIBILITY_TIMEOUT_SECONDS
 
 MINUTE = 60
 
@@ -41,13 +41,17 @@ def test_run_reconciles_the_failure_events_the_rule_queued(aws: Rehearsal) -> No
     assert aws.messages("FailureEventsQueueUrl") == []
 
 
-def test_a_fault_on_the_reconciler_is_retried_within_the_run(aws: Rehearsal) -> None:
+def test_a_fault_on_the_reconciler_is_retried_after_the_visibility_timeout(aws: Rehearsal) -> None:
     # Given the reconciler crashing once
     aws.faults.add(Fault("Reconciler", FaultKind.CRASH, times=1))
     aws.send({"requestId": "r-1"})
-    # When the rehearsal runs
+    # When the rehearsal runs, the event waits out the queue's visibility timeout on the clock
     aws.run()
-    # Then the event was redelivered and reconciled on the second receive
+    assert [i.error_type for i in aws.runtime.invocations if i.task == "Reconciler"] == ["Runtime.ExitError"]
+    aws.advance(VISIBILITY_TIMEOUT_SECONDS - 1)
+    assert [i.error_type for i in aws.runtime.invocations if i.task == "Reconciler"] == ["Runtime.ExitError"]
+    aws.advance(2)
+    # Then the event was redelivered and reconciled on the second receive, once the timeout had passed
     assert [i.error_type for i in aws.runtime.invocations if i.task == "Reconciler"] == ["Runtime.ExitError", None]
     assert len(_reconciled(aws)) == 1
 

@@ -135,7 +135,7 @@ def failures(cloud_assembly: Path) -> Outcome:
             assert time.monotonic() < deadline + 60, "the second execution was not held"
             time.sleep(0.01)
         aws.abort(aws.pipe.stats.started[1])
-        aws.faults.released.set()
+        aws.faults.release()
 
         # Business failures (the errors the handlers raise on purpose), one order of each kind.
         for number, kind in enumerate((OrderKind.DECLINED, OrderKind.OUT_OF_STOCK, OrderKind.MALFORMED,

@@ -56,7 +56,7 @@ def test_a_failing_attempt_never_undoes_a_resend_that_succeeded(aws: Rehearsal) 
     wait_until_ended(aws, resent)
     # And attempt 1 then fails in ArrangeShipping
     aws.faults.add(Fault("ArrangeShipping", FaultKind.CRASH))
-    aws.faults.released.set()
+    aws.faults.release()
     executions = by_message(aws.run())
 
     # Then the resend ended as a duplicate of the attempt that owned the order, and took nothing

@@ -7,7 +7,6 @@ directly, the failure DLQ's records and the alerts topic's messages counted."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +81,19 @@ def test_a_failure_that_outlasts_every_automatic_attempt_is_announced_once(cloud
         assert alert[0] == "[dev] Order saga failed in ChargePayment"
 
 
+def _redelivery_seconds(aws: Rehearsal) -> int:
+    """The failure-events queue's visibility timeout: when an event the Reconciler left comes back."""
+    attributes = aws.sqs.get_queue_attributes(QueueUrl=aws.outputs["FailureEventsQueueUrl"],
+                                              AttributeNames=["VisibilityTimeout"])["Attributes"]
+    return int(attributes["VisibilityTimeout"])
+
+
+def _time_out(aws: Rehearsal, held: str) -> None:
+    """Move the clock past the execution's timeout (1 s in these tests): it stops while its task is held."""
+    aws.advance(2)
+    assert aws.execution(held).status == "TIMED_OUT"
+
+
 @pytest.mark.parametrize("step", STEPS)
 def test_a_timed_out_execution_is_compensated_recorded_then_redriven(cloud_assembly: Path, step: str) -> None:
     with Rehearsal.start(cloud_assembly, execution_timeout_seconds=1) as aws:
@@ -89,11 +101,11 @@ def test_a_timed_out_execution_is_compensated_recorded_then_redriven(cloud_assem
         aws.faults.add(Fault(step, FaultKind.HANG, times=1))
         _message_id, body = _order(aws)
         (held,) = aws.wait_for_hang()
-        deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
-        while aws.execution(held).status == "RUNNING" and time.monotonic() < deadline:
-            time.sleep(0.01)
-        aws.release_held()  # the held invocation runs to its end first (the race: the xfail test below)
-        aws.run()
+        _time_out(aws, held)
+        aws.release_held()  # the held invocation ends (and commits) before its function's timeout
+        aws.set_execution_timeout(None)
+        assert _records(aws) == []  # a task invocation may still have been running: nothing compensated yet
+        aws.advance(_redelivery_seconds(aws) + 1)  # the event comes back; the invocation has certainly ended
 
         (record,) = _records(aws)
         assert record["reconciliation"]["status"] == "TIMED_OUT"
@@ -101,10 +113,9 @@ def test_a_timed_out_execution_is_compensated_recorded_then_redriven(cloud_assem
         assert record["reconciliation"]["compensated"] == [UNDO[s] for s in reversed(entered)]
         assert record["manualRepair"] is False
         payments, shipments = _books(aws, body["orderId"])
-        assert payments in ([], ["REFUNDED"]) and all(s != "BOOKED" for s in shipments)  # nothing live is left
+        assert payments in ([], ["REFUNDED"]) and all(s != "ARRANGED" for s in shipments)  # nothing live is left
         assert aws.notifications() == []  # a timeout is transient: it waits for the retry
 
-        aws.set_execution_timeout(None)
         aws.advance(HOUR)
 
         assert _records(aws) == []
@@ -122,7 +133,7 @@ def test_an_abort_during_a_compensation_is_finished_by_the_reconciler_and_announ
         _message_id, body = _order(aws)
         (held,) = aws.wait_for_hang()
         aws.abort(held)
-        aws.release_held()  # the held invocation runs to its end first (the race: the xfail test below)
+        aws.release_held()
         aws.run()
         aws.advance(HOUR)  # an abort is a person's decision: never redriven
 
@@ -143,7 +154,7 @@ def test_a_lost_status_change_event_is_caught_by_the_sweep(cloud_assembly: Path)
         _order(aws)
         (held,) = aws.wait_for_hang()
         aws.abort(held)
-        aws.release_held()  # the held invocation runs to its end first (the race: the xfail test below)
+        aws.release_held()
         aws.bus.rules.clear()  # EventBridge delivers status-change events on a best-effort basis: this one is lost
         aws.run()
         assert _records(aws) == []
@@ -155,6 +166,28 @@ def test_a_lost_status_change_event_is_caught_by_the_sweep(cloud_assembly: Path)
         assert len(aws.notifications()) == 1
 
 
+def test_a_lost_event_of_a_timed_out_execution_is_caught_by_the_sweep(cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly, execution_timeout_seconds=1) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1))
+        _order(aws)
+        (held,) = aws.wait_for_hang()
+        aws.bus.rules.clear()  # the status-change event is lost
+        _time_out(aws, held)
+        aws.release_held()
+        aws.set_execution_timeout(None)
+        aws.run()
+        assert _records(aws) == []
+
+        aws.advance(15 * 60)  # the first sweep selects it by its stopDate; the Redriver at the same minute resends it
+
+        first, copy = aws.executions()
+        assert first.status == "TIMED_OUT" and copy.status == "SUCCEEDED"
+        assert copy.input[0]["messageAttributes"]["ffFirstMessageId"]["stringValue"] == first.message_id
+        (row,) = [r for r in aws.items("DeliveriesTableName") if r["messageId"] == first.message_id]
+        assert row["reconciliation"] == "ANNOUNCED"  # the sweep's reconcile, the only one that could have run
+
+
 def test_the_reconciler_failing_is_retried_and_reconciles_once(cloud_assembly: Path) -> None:
     with Rehearsal.start(cloud_assembly) as aws:
         seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
@@ -163,9 +196,9 @@ def test_the_reconciler_failing_is_retried_and_reconciles_once(cloud_assembly: P
         _order(aws)
         (held,) = aws.wait_for_hang()
         aws.abort(held)
-        aws.release_held()  # the held invocation runs to its end first (the race: the xfail test below)
+        aws.release_held()
         aws.run()
-        aws.advance(20 * 60)  # the sweep sees it too, and finds it done
+        aws.advance(20 * 60)  # the event comes back once (12 min) and the sweep sees it too (15 min)
 
         assert aws.faults.fired("Reconciler") == 2
         assert len(_records(aws)) == 1
@@ -180,6 +213,7 @@ def test_the_dlq_and_sns_refusing_at_once_ends_recorded_and_announced_once(cloud
         sample = make_order(OrderKind.OUT_OF_STOCK, 1, __import__("random").Random(1))
         aws.send(sample.body)
         aws.run()
+        aws.advance(HOUR)  # each publish the topic refuses brings the event back later (or the sweep comes)
 
         (record,) = _records(aws)
         assert record["failure"]["error"] == "OutOfStock"
@@ -187,21 +221,36 @@ def test_the_dlq_and_sns_refusing_at_once_ends_recorded_and_announced_once(cloud
         assert len(aws.notifications()) == 1  # the business error is announced, once, by the Reconciler
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Open defect: an execution-level timeout or abort does not stop the Lambda invocation in flight; the Reconciler "
-    "may compensate before that invocation commits, and the late write (a charge) outlives its refund. Fix: do not "
-    "compensate before the in-flight task's start + its function timeout (docs/design.md §27, the closing note)."))
-def test_a_step_that_commits_after_the_reconciler_compensated_is_undone_too(cloud_assembly: Path) -> None:
+@pytest.mark.parametrize("ending", ["commits late", "reaches its function timeout"])
+def test_a_step_still_running_when_its_execution_timed_out_is_compensated_only_after_it_ended(
+        cloud_assembly: Path, ending: str) -> None:
+    """A timeout does not stop the invocation in flight: whatever it commits, after the execution ended, is undone."""
     with Rehearsal.start(cloud_assembly, execution_timeout_seconds=1) as aws:
         seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
         aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1))
-        _message_id, body = _order(aws)
+        first, body = _order(aws)
         (held,) = aws.wait_for_hang()
-        deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
-        while aws.execution(held).status == "RUNNING" and time.monotonic() < deadline:
-            time.sleep(0.01)
-        aws.run()  # the Reconciler compensates while ChargePayment's invocation is still held
-        aws.release_held()  # then the charge goes through, as a Lambda invocation outliving its execution does
+        _time_out(aws, held)
+        aws.set_execution_timeout(None)
+        aws.run()  # the Reconciler sees the event while ChargePayment's invocation is still held: it waits
+        assert _records(aws) == [] and _books(aws, body["orderId"])[0] == []
+        if ending == "commits late":
+            aws.release_held()  # the charge goes through after its execution ended
+            assert _books(aws, body["orderId"])[0] == ["CHARGED"]
+        aws.advance(HOUR)  # past the function's timeout, the event's redelivery, the cool-off and the redrive
 
-        payments, _shipments = _books(aws, body["orderId"])
-        assert payments in ([], ["REFUNDED"])  # no charge may stand without its refund
+        assert aws.runtime.held_timed_out == (1 if ending == "reaches its function timeout" else 0)
+        refunds = [c for r in _compensations(aws) for c in r if c["state"] == "RefundPayment"]
+        assert [c["result"]["status"] for c in refunds] == (
+            ["REFUNDED"] if ending == "commits late" else ["NOTHING_TO_REFUND"])
+        (succeeded,) = [e for e in aws.executions() if e.status == "SUCCEEDED"]
+        owner = succeeded.message_id
+        charges = [p for p in aws.items("PaymentsTableName") if p["pk"] == f"ORDER#{body['orderId']}"]
+        assert [(c["status"], c["attemptId"]) for c in charges] == [("CHARGED", owner)]  # one charge, the shipper's
+        assert owner != first
+
+
+def _compensations(aws: Rehearsal) -> list[list[dict[str, Any]]]:
+    """What the Reconciler ran for each execution it reconciled, from its log lines."""
+    return [line["compensated"] for line in aws.runtime.log_lines
+            if line.get("message") == "reconcile" and line.get("recorded")]

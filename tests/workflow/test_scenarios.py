@@ -262,7 +262,7 @@ def test_an_aborted_execution_is_compensated_recorded_and_announced_by_the_recon
     (running,) = aws.wait_for_hang()
 
     aws.abort(running)
-    aws.faults.released.set()
+    aws.faults.release()
     execution = only(aws.run())
 
     assert execution.status == "ABORTED"
@@ -338,7 +338,7 @@ def test_an_execution_that_times_out_is_compensated_then_redriven(cloud_assembly
         deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
         while aws.execution(held).status == "RUNNING" and time.monotonic() < deadline:
             time.sleep(0.01)
-        aws.faults.released.set()
+        aws.faults.release()
 
         execution = only(aws.run())
 

@@ -1,4 +1,10 @@
-"""ChargePayment: charge the order through the payment provider port; decline by the documented rules."""
+"""ChargePayment: charge the order through the payment provider port; decline by the documented rules.
+
+One live charge per order: a charge the order still carries from another attempt is that attempt's, never this
+one's. This attempt owns the order (ReserveInventory claimed it in the order ledger), so such a charge belongs to an
+attempt that no longer does: one whose invocation committed after its execution had ended and been compensated. It
+is refunded here, once, before this attempt charges (counted as OrphanChargesRefunded).
+"""
 
 from __future__ import annotations
 
@@ -6,38 +12,46 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from common import aws
-from common.errors import PaymentDeclined
+from common.errors import DuplicateOrder, PaymentDeclined, TransientError
 from common.idempotency import StepKey, run_once
 from common.observability import correlate, count, logger
 from common.order_context import ChargeInput, charge_input
-from common.payments import ChargeRequest, LedgerPaymentProvider, PaymentProvider
+from common.order_ledger import DynamoDBOrderLedger
+from common.payments import Charge, ChargeOfAnotherAttempt, ChargeRequest, LedgerPaymentProvider, PaymentProvider
 from common.settings import ChargePaymentSettings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 STEP = "ChargePayment"
+CHARGE_TRIES = 2  # the charge, and once more after refunding another attempt's
 
 
 def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Wire the ledger adapter from the environment and run the step."""
+    """Wire the ledger adapters from the environment and run the step."""
     settings = ChargePaymentSettings.from_env(os.environ)
-    provider = LedgerPaymentProvider(aws.dynamodb(), settings.payments_table, settings.default_credit_limit)
-    return charge_payment(event, context, settings=settings, provider=provider)
+    client = aws.dynamodb()
+    provider = LedgerPaymentProvider(client, settings.payments_table, settings.default_credit_limit)
+    return charge_payment(event, context, settings=settings, provider=provider,
+                          ledger=DynamoDBOrderLedger(client, settings.orders_table))
 
 
 def charge_payment(
-    event: dict[str, Any], context: LambdaContext, *, settings: ChargePaymentSettings, provider: PaymentProvider
+    event: dict[str, Any], context: LambdaContext, *, settings: ChargePaymentSettings, provider: PaymentProvider,
+    ledger: DynamoDBOrderLedger,
 ) -> dict[str, Any]:
     """Return the order context plus ``payment``; raise PaymentDeclined or InvalidOrder."""
     order = charge_input(event)
     correlate(order_id=order.order_id, message_id=order.attempt_id)
+    execution_arn = str(event.get("executionArn") or "")
     key = StepKey(order.order_id, STEP, order.attempt_id)
-    payment = run_once(key, lambda: _charge(order, provider), settings=settings.idempotency, context=context)
+    payment = run_once(key, lambda: _charge(order, execution_arn, provider, ledger),
+                       settings=settings.idempotency, context=context)
     return {**event, "payment": payment}
 
 
-def _charge(order: ChargeInput, provider: PaymentProvider) -> dict[str, Any]:
+def _charge(order: ChargeInput, execution_arn: str, provider: PaymentProvider,
+            ledger: DynamoDBOrderLedger) -> dict[str, Any]:
     request = ChargeRequest(
         order_id=order.order_id,
         customer_id=order.customer_id,
@@ -46,13 +60,33 @@ def _charge(order: ChargeInput, provider: PaymentProvider) -> dict[str, Any]:
         currency=order.currency,
         payment_token=order.payment_token,
     )
-    try:
-        charge, created = provider.charge(request)
-    except PaymentDeclined:
-        count("PaymentsDeclined")
-        raise
+    for _ in range(CHARGE_TRIES):
+        try:
+            charge, created = provider.charge(request)
+        except PaymentDeclined:
+            count("PaymentsDeclined")
+            raise
+        except ChargeOfAnotherAttempt as found:
+            _refund_orphan(found.charge, order, execution_arn, provider, ledger)
+            continue
+        break
+    else:
+        raise TransientError(f"the charge of order {order.order_id} kept changing; retry")
     if created:
         count("OrdersCharged")
     else:
-        logger.info("order already charged", extra={"chargeId": charge.charge_id, "chargedBy": charge.attempt_id})
+        logger.info("order already charged by this attempt", extra={"chargeId": charge.charge_id})
     return charge.as_output()
+
+
+def _refund_orphan(orphan: Charge, order: ChargeInput, execution_arn: str, provider: PaymentProvider,
+                   ledger: DynamoDBOrderLedger) -> None:
+    entry = ledger.find(order.order_id)
+    if entry is None or not entry.owned_by(order.attempt_id, execution_arn):
+        # Cannot happen after ReserveInventory claimed the order for this attempt: fail loudly, charge nothing.
+        raise DuplicateOrder(f"order {order.order_id} is not owned by attempt {order.attempt_id}; nothing charged")
+    refunded = provider.refund(order.order_id, orphan.attempt_id)
+    if refunded is not None:
+        count("OrphanChargesRefunded")
+        logger.warning("refunded a charge of an attempt that no longer owns the order",
+                       extra={"chargeId": orphan.charge_id, "chargedBy": orphan.attempt_id})

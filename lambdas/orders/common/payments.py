@@ -59,9 +59,18 @@ class Charge(NamedTuple):
         }
 
 
+class ChargeOfAnotherAttempt(Exception):  # noqa: N818 - a signal between adapter and logic, never raised out of a handler
+    """The order's live charge was made by another attempt: never this attempt's to return as its own."""
+
+    def __init__(self, charge: Charge) -> None:
+        super().__init__(f"order {charge.order_id} is charged by attempt {charge.attempt_id}")
+        self.charge = charge
+
+
 class PaymentProvider(Protocol):
     def charge(self, request: ChargeRequest) -> tuple[Charge, bool]:
-        """Charge once per order; returns the charge and whether this call created it. Raises PaymentDeclined."""
+        """Charge once per order and attempt; returns the charge and whether this call created it. Raises
+        PaymentDeclined, or ChargeOfAnotherAttempt when the order's live charge belongs to another attempt."""
         ...
 
     def refund(self, order_id: str, attempt_id: str) -> Charge | None:
@@ -119,7 +128,9 @@ class LedgerPaymentProvider:
             existing = self.find_charge(request.order_id)
             if existing is None or existing.status != CHARGED:
                 raise TransientError(f"charge of order {request.order_id} changed while charging; retry") from error
-            return existing, False
+            if existing.attempt_id != request.attempt_id:
+                raise ChargeOfAnotherAttempt(existing) from error
+            return existing, False  # a retry of this attempt after its write committed
         return charge, True
 
     def credit_limit(self, customer_id: str) -> Decimal:

@@ -63,6 +63,7 @@ class ReserveInventorySettings(NamedTuple):
 
 class ChargePaymentSettings(NamedTuple):
     payments_table: str
+    orders_table: str  # read only: whether this attempt owns the order, before it refunds another attempt's charge
     default_credit_limit: Decimal
     idempotency: IdempotencySettings
 
@@ -77,6 +78,7 @@ class ChargePaymentSettings(NamedTuple):
             raise ConfigurationError(f"DEFAULT_CREDIT_LIMIT must be a finite number >= 0, got {raw!r}")
         return cls(
             payments_table=_required(env, "PAYMENTS_TABLE_NAME"),
+            orders_table=_required(env, "ORDERS_TABLE_NAME"),
             default_credit_limit=limit,
             idempotency=IdempotencySettings.from_env(env),
         )

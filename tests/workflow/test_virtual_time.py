@@ -1,0 +1,90 @@
+"""The rehearsal's one virtual clock (offline/clock.py): work takes no time on it, and every timeout AWS applies
+happens when the clock is moved past it, whatever the machine's speed."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from offline.faults import Fault, FaultKind
+from offline.lambda_runtime import TIMED_OUT_ERROR
+from offline.orders import OrderKind, make_order
+from offline.rehearsal import Rehearsal
+
+FUNCTION_TIMEOUT = 25  # seconds: the order saga's Lambda timeout (the Task's 30 s less 5)
+
+
+def _send(aws: Rehearsal, number: int = 1) -> str:
+    return aws.send(make_order(OrderKind.VALID, number, random.Random(number)).body)
+
+
+def test_work_takes_no_time_on_the_clock(aws: Rehearsal) -> None:
+    # Given the clock at its deployment moment
+    start = aws.now()
+    for number in range(1, 6):
+        _send(aws, number)
+    # When five orders run through the saga
+    executions = aws.run()
+    # Then every timestamp of the run, and the process's own clock, is still that moment
+    assert all(e.status == "SUCCEEDED" for e in executions) and len(executions) == 5
+    assert datetime.now(UTC) == start
+    described = [aws.sfn.describe_execution(executionArn=e.arn) for e in executions]
+    assert {d["startDate"] for d in described} | {d["stopDate"] for d in described} == {start}
+
+
+def test_a_held_invocation_ends_at_its_function_timeout_without_its_handler_running(aws: Rehearsal) -> None:
+    # Given ChargePayment's first invocation held (a slow function)
+    aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1))
+    _send(aws)
+    (held,) = aws.wait_for_hang()
+    # When the clock moves to just before the function's timeout, it is still running
+    aws.advance(FUNCTION_TIMEOUT - 1)
+    assert aws.execution(held).status == "RUNNING" and aws.runtime.held_timed_out == 0
+    # And once the clock passes it, Lambda ends the invocation; the Task retries it and the order is charged once
+    aws.advance(2)
+    execution = aws.execution(held)
+    assert execution.status == "SUCCEEDED"
+    assert [i.error_type for i in aws.runtime.invocations if i.task == "ChargePayment"] == [TIMED_OUT_ERROR, None]
+    assert [w.state for w in aws.clock.for_execution(held)] == ["ChargePayment"]
+    (charge,) = [p for p in aws.items("PaymentsTableName") if str(p["pk"]).startswith("ORDER#")]
+    assert charge["status"] == "CHARGED"
+
+
+def test_an_execution_times_out_when_the_clock_passes_its_timeout_and_reports_when(cloud_assembly: Path) -> None:
+    with Rehearsal.start(cloud_assembly, execution_timeout_seconds=5) as aws:
+        aws.faults.add(Fault("ReserveInventory", FaultKind.HANG, times=1))
+        _send(aws)
+        (held,) = aws.wait_for_hang()
+        start = aws.now()
+        aws.advance(4)
+        assert aws.execution_status(held) == "RUNNING"
+        aws.advance(2)
+        described = aws.sfn.describe_execution(executionArn=held)
+        # Then it stopped at its timeout, and both DescribeExecution and ListExecutions say when (AWS does)
+        assert described["status"] == "TIMED_OUT"
+        assert described["stopDate"] == start + timedelta(seconds=5)
+        (listed,) = aws.sfn.list_executions(stateMachineArn=described["stateMachineArn"],
+                                            statusFilter="TIMED_OUT")["executions"]
+        assert listed["stopDate"] == described["stopDate"]
+        aws.release_held()
+
+
+def test_a_redelivered_event_waits_for_the_visibility_timeout_on_the_clock(aws: Rehearsal) -> None:
+    # Given the Reconciler crashing on its first invocation, for an order that fails (out of stock)
+    aws.faults.add(Fault("Reconciler", FaultKind.CRASH, times=1))
+    aws.faults.add(Fault("FailureDlq", FaultKind.UNAVAILABLE, times=6))  # the tail cannot record: the rule sees it
+    aws.send(make_order(OrderKind.OUT_OF_STOCK, 1, random.Random(1)).body)
+    aws.run()
+    visibility = int(aws.sqs.get_queue_attributes(QueueUrl=aws.outputs["FailureEventsQueueUrl"],
+                                                  AttributeNames=["VisibilityTimeout"])["Attributes"]
+                     ["VisibilityTimeout"])
+    # When the clock stops just short of the failure-events queue's visibility timeout, nothing is recorded
+    aws.advance(visibility - 1)
+    reconciled = [i.error_type for i in aws.runtime.invocations if i.task == "Reconciler"]
+    assert reconciled == ["Runtime.ExitError"] and aws.messages("FailureDlqUrl") == []
+    # Then once it passes, the event comes back and is reconciled into one record
+    aws.advance(1)
+    (record,) = [json.loads(m["Body"]) for m in aws.messages("FailureDlqUrl")]
+    assert record["failure"]["error"] == "OutOfStock"
