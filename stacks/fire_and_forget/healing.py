@@ -25,7 +25,7 @@ from ops.healing_policy import HealingPolicy
 from stacks.fire_and_forget.code import healing_code
 from stacks.fire_and_forget.compliance import acknowledge
 from stacks.fire_and_forget.defaults import SQS_MAX_MESSAGE_BYTES, dead_letter_queue, encrypted_queue
-from stacks.fire_and_forget.settings import PipelineSettings
+from stacks.fire_and_forget.settings import FAILURE_EVENTS_RETENTION_DAYS, PipelineSettings
 from stacks.fire_and_forget.task_resources import task_function
 
 # The reconciler reads a history, runs compensations (with in-run retries) and writes three services: more than a
@@ -66,14 +66,15 @@ def failure_events_queue(scope: Construct, *, key: kms.IKey, config: PipelineSet
     """The failure-events queue the Reconciler consumes, and its ReconcilerDlq for events it could not finish."""
     reconciler_dlq = dead_letter_queue(scope, "ReconcilerDlq", key=key, config=config)
     # Holds events not reconciled yet: kept on update and delete like every queue (encrypted_queue's removal policy),
-    # as large as the dead-letter queue it used to be.
+    # as large as a dead-letter queue. Its retention is shorter than the ReconcilerDlq's, which an event reaches with
+    # its original enqueue time: why 4 days, docs/design.md, "Self-healing".
     queue = encrypted_queue(
         scope,
         "FailureEventsQueue",
         key=key,
         config=config,
         max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
-        retention_period=Duration.days(config.dlq_retention_days),
+        retention_period=Duration.days(FAILURE_EVENTS_RETENTION_DAYS),
         visibility_timeout=Duration.seconds(RECONCILER_TIMEOUT.to_seconds() * VISIBILITY_FACTOR),
         dead_letter_queue=sqs.DeadLetterQueue(queue=reconciler_dlq, max_receive_count=config.max_receive_count),
     )

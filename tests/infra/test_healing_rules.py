@@ -78,6 +78,21 @@ def test_the_failure_events_queue_outlasts_the_reconciler(stack: dict[str, Any])
     assert visibility >= 6 * timeout  # the recommendation the design follows (docs/design.md section 27)
 
 
+def test_an_event_the_reconciler_has_not_taken_is_alarmed_on_long_before_it_expires(stack: dict[str, Any]) -> None:
+    """SQS deletes a message that is never received when its retention ends, without moving it to the DLQ; the alarm
+    on the queue's oldest message fires first, at any threshold the settings accept (docs/design.md, "Self-healing")."""
+    from stacks.fire_and_forget.settings import AlarmConfig
+
+    queue_id, queue = one(stack, "AWS::SQS::Queue", "PipelineExecutionEventsFailureEventsQueue")
+    alarm = one(stack, "AWS::CloudWatch::Alarm", "PipelineMonitoringFailureEventsWaiting")[1]["Properties"]
+    (metric,) = alarm["Metrics"]
+    assert metric["MetricStat"]["Metric"]["MetricName"] == "ApproximateAgeOfOldestMessage"
+    assert ref_or_att(metric["MetricStat"]["Metric"]["Dimensions"][0]["Value"]) == queue_id
+    (widest,) = [m.le for m in AlarmConfig.model_fields["failure_events_max_age_seconds"].metadata if hasattr(m, "le")]
+    retention = queue["Properties"]["MessageRetentionPeriod"]
+    assert alarm["Threshold"] <= widest < retention / 2  # the alarm fires with at least half the retention left
+
+
 def test_the_mapping_batch_needs_no_batching_window(stack: dict[str, Any]) -> None:
     """A standard queue's mapping takes up to 10 records without MaximumBatchingWindowInSeconds; more needs a window
     of at least 1 s (https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html, BatchSize)."""

@@ -52,8 +52,7 @@ def test_every_queue_is_kms_encrypted_and_tls_only(template: dict[str, Any], key
 
 @pytest.mark.parametrize(
     "prefix", ["PipelineSourceQueueSourceDlq", "PipelineFailureHandlingFailureDlq",
-               "PipelineExecutionEventsFailureEventsQueue",
-               "PipelineExecutionEventsTargetDlq"]
+               "PipelineExecutionEventsReconcilerDlq", "PipelineExecutionEventsTargetDlq", "PipelineHealingScheduleDlq"]
 )
 def test_dead_letter_queues_keep_messages_fourteen_days(template: dict[str, Any], prefix: str) -> None:
     _, queue = one(template, "AWS::SQS::Queue", prefix)
