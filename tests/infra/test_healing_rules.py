@@ -161,6 +161,20 @@ def test_each_schedule_role_may_invoke_its_function_and_send_to_its_dlq(
     assert not _allows(stack, role_id, "lambda:InvokeFunction", other)
 
 
+@pytest.mark.parametrize(("prefix", "function"), list(zip(SCHEDULES, FUNCTIONS, strict=True)))
+def test_each_schedule_role_may_invoke_only_the_unqualified_function(
+    stack: dict[str, Any], prefix: str, function: str
+) -> None:
+    """Scheduler invokes the target's unqualified ARN; `<function ARN>:*` would add every version and alias, each of
+    which is a resource of its own (https://docs.aws.amazon.com/lambda/latest/dg/lambda-api-permissions-ref.html)."""
+    role_id = _role_id(_schedule(stack, prefix)["Target"]["RoleArn"])
+    function_id = one(stack, "AWS::Lambda::Function", function)[0]
+    invoking = [s for s in statements(stack, role_id)
+                if s["Effect"] == "Allow" and any(a in ("lambda:InvokeFunction", "lambda:*", "*") for a in actions(s))]
+    resources = [r for s in invoking for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])]
+    assert resources == [{"Fn::GetAtt": [function_id, "Arn"]}], resources
+
+
 @pytest.mark.parametrize("prefix", SCHEDULES)
 def test_each_schedule_role_may_use_the_schedule_dlq_s_key(stack: dict[str, Any], prefix: str) -> None:
     """The ScheduleDlq is SSE-KMS under a customer-managed key. Scheduler sends the dead-letter event with the

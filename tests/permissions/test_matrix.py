@@ -50,6 +50,7 @@ def test_matrix_judges_both_ways_for_every_kind_of_principal(matrix: MatrixBuild
     assert any("PipelineHealingReconciler" in principal for principal in outside), stack_name
     for why in ("a function it does not run", "a queue that is not its DLQ", "a queue that is not its source",
                 "not a compensation", "a table call it never makes", "a queue it does not redrive to",
+                "another version of its function", "an alias of its function",
                 "on behalf of another resource of this account", "key use for another account",
                 "key use through another service"):
         assert any(c.why == why and not c.allowed for c in matrix.checks), why
