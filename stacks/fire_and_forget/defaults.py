@@ -63,10 +63,12 @@ def dead_letter_queue(scope: Construct, construct_id: str, *, key: kms.IKey, con
 
 def delivering_key(scope: Construct, construct_id: str, *, description: str, sid: str, services: tuple[str, ...],
                    config: PipelineSettings) -> kms.Key:
-    """A rotating customer-managed key that AWS services may use to deliver on this account's behalf.
+    """A rotating customer-managed key that AWS services may use to deliver on behalf of this account's resources.
 
     An encrypted topic or queue that EventBridge or CloudWatch alarms deliver to needs a customer-managed key whose
-    policy lets the service use it; with the AWS-managed key the deliveries are dropped (docs/design.md).
+    policy lets the service use it; with the AWS-managed key the deliveries are dropped (docs/design.md). The
+    statement requires aws:SourceAccount, as SNS's key management page asks for the services it lists (CloudWatch
+    among them); for EventBridge that page says the key is not supported, so it has its own statement (MessagingKey).
     """
     key = kms.Key(scope, construct_id, description=description, enable_key_rotation=True,
                   removal_policy=removal_policy(config))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -25,7 +26,7 @@ from ops.healing_policy import HealingPolicy
 from stacks.fire_and_forget.code import healing_code
 from stacks.fire_and_forget.compliance import acknowledge
 from stacks.fire_and_forget.defaults import SQS_MAX_MESSAGE_BYTES, dead_letter_queue, encrypted_queue
-from stacks.fire_and_forget.settings import PipelineSettings
+from stacks.fire_and_forget.settings import FAILURE_EVENTS_RETENTION_DAYS, PipelineSettings
 from stacks.fire_and_forget.task_resources import task_function
 
 # The reconciler reads a history, runs compensations (with in-run retries) and writes three services: more than a
@@ -69,14 +70,15 @@ def failure_events_queue(scope: Construct, *, key: kms.IKey, config: PipelineSet
     """The failure-events queue the Reconciler consumes, and its ReconcilerDlq for events it could not finish."""
     reconciler_dlq = dead_letter_queue(scope, "ReconcilerDlq", key=key, config=config)
     # Holds events not reconciled yet: kept on update and delete like every queue (encrypted_queue's removal policy),
-    # as large as the dead-letter queue it used to be.
+    # as large as a dead-letter queue. Its retention is shorter than the ReconcilerDlq's, which an event reaches with
+    # its original enqueue time: why 4 days, docs/design.md, "Self-healing".
     queue = encrypted_queue(
         scope,
         "FailureEventsQueue",
         key=key,
         config=config,
         max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
-        retention_period=Duration.days(config.dlq_retention_days),
+        retention_period=Duration.days(FAILURE_EVENTS_RETENTION_DAYS),
         visibility_timeout=Duration.seconds(RECONCILER_TIMEOUT.to_seconds() * VISIBILITY_FACTOR),
         dead_letter_queue=sqs.DeadLetterQueue(queue=reconciler_dlq, max_receive_count=config.max_receive_count),
     )
@@ -207,24 +209,17 @@ class Healing(Construct):
 
     def _schedule(self, name: str, function: lambda_.IFunction, minutes: int, payload: dict[str, object],
                   description: str, key: kms.IKey) -> scheduler.Schedule:
-        # Our own role: LambdaInvoke's default grant adds every version and alias of the function (`arn:*`).
         role = iam.Role(self, f"{name}Role", assumed_by=iam.ServicePrincipal(
             "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}}))
-        role.add_to_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[function.function_arn]))
         # Scheduler sends the dead-letter event with this role (configuring-schedule-dlq.html) and the ScheduleDlq is
         # SSE-KMS: a producer needs GenerateDataKey and Decrypt on the key (SQS sqs-key-management.html).
         key.grant(role, "kms:GenerateDataKey", "kms:Decrypt")
-        acknowledge(
-            role, f"AwsSolutions-IAM5[Resource::<{_logical_ref(function)}.Arn>:*]",
-            "Added by the aws_scheduler_targets.LambdaInvoke grant (versions and aliases of this one function); "
-            "the schedule invokes the unqualified function.",
-        )
         return scheduler.Schedule(
             self,
             name,
             description=description,
             schedule=scheduler.ScheduleExpression.expression(rate_expression(minutes)),
-            target=scheduler_targets.LambdaInvoke(
+            target=InvokeUnqualified(
                 function,
                 input=scheduler.ScheduleTargetInput.from_text(json.dumps(payload)),
                 retry_attempts=SCHEDULE_RETRY_ATTEMPTS,
@@ -233,6 +228,23 @@ class Healing(Construct):
                 role=role,
             ),
         )
+
+
+class InvokeUnqualified(scheduler_targets.LambdaInvoke):
+    """A schedule's Lambda target whose role may invoke the function's unqualified ARN and nothing else.
+
+    The schedule invokes the unqualified function. LambdaInvoke's own grant, `grant_invoke`, adds `<function ARN>:*`
+    beside it: every version and alias of the function, each a resource of its own
+    (https://docs.aws.amazon.com/lambda/latest/dg/lambda-api-permissions-ref.html).
+    """
+
+    def __init__(self, function: lambda_.IFunction, **props: Any) -> None:
+        super().__init__(function, **props)
+        self.unqualified_arn = function.function_arn
+
+    def _add_target_action_to_role(self, role: iam.IRole) -> None:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.unqualified_arn]))
 
 
 def rate_expression(minutes: int) -> str:

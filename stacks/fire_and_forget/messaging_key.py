@@ -7,18 +7,18 @@ from constructs import Construct
 from stacks.fire_and_forget.defaults import delivering_key
 from stacks.fire_and_forget.settings import PipelineSettings
 
-# CloudWatch alarm actions and EventBridge rule targets publish to the encrypted alerts topic (and EventBridge sends
-# to the encrypted queues) on their own behalf. With the AWS-managed SNS key their deliveries are silently dropped,
-# because that key's policy cannot be changed. Each may use the key only for this account's resources.
-DELIVERING_SERVICES = ("cloudwatch.amazonaws.com", "events.amazonaws.com")
+# CloudWatch alarm actions publish to the encrypted alerts topic on their own behalf. With an AWS-managed key their
+# deliveries are dropped, because that key's policy cannot be changed. EventBridge's statement, for the queues its
+# rule writes to, is added by ExecutionEvents to whichever key the pipeline uses.
+ALARMS_PRINCIPAL = "cloudwatch.amazonaws.com"
 
 
 class MessagingKey(Construct):
-    """A rotating customer-managed key whose policy lets EventBridge and CloudWatch alarms deliver with it."""
+    """A rotating customer-managed key whose policy lets CloudWatch alarms deliver with it."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: PipelineSettings) -> None:
         super().__init__(scope, construct_id)
         self.key = delivering_key(
             self, "Key", description="Encrypts the fire-and-forget queues, alerts topic and tables",
-            sid="AllowDeliveringServices", services=DELIVERING_SERVICES, config=config,
+            sid="AllowCloudWatchAlarms", services=(ALARMS_PRINCIPAL,), config=config,
         )

@@ -8,7 +8,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from stacks.fire_and_forget.defaults import dead_letter_queue, encrypted_queue
-from stacks.fire_and_forget.settings import PipelineSettings
+from stacks.fire_and_forget.settings import SOURCE_QUEUE_RETENTION_DAYS, PipelineSettings
 
 # Why these numbers: docs/design.md, "Source queue".
 VISIBILITY_TIMEOUT = Duration.minutes(5)
@@ -28,7 +28,7 @@ class SourceQueue(Construct):
             config=config,
             visibility_timeout=VISIBILITY_TIMEOUT,
             max_message_size_bytes=MAX_MESSAGE_SIZE_BYTES,
-            retention_period=Duration.days(4),
+            retention_period=Duration.days(SOURCE_QUEUE_RETENTION_DAYS),
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letter_queue, max_receive_count=config.max_receive_count
             ),

@@ -80,18 +80,13 @@ def _pipeline_acknowledgments(stack: cdk.Stack) -> set[tuple[str, str]]:
     queues = ("Pipeline/SourceQueue/SourceDlq", "Pipeline/FailureHandling/FailureDlq",
               "Pipeline/ExecutionEvents/ReconcilerDlq", "Pipeline/ExecutionEvents/TargetDlq",
               "Pipeline/Healing/ScheduleDlq")
-    reconciler, redriver = (stack.get_logical_id(c.node.default_child)  # type: ignore[arg-type]
-                            for name in ("Reconciler", "Redriver")
-                            for c in stack.node.find_all() if c.node.path.endswith(f"Pipeline/Healing/{name}Function"))
     executions = ('arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:{"Fn::Select":[6,'
                   f'{{"Fn::Split":[":",{{"Ref":"{machine_id}"}}]}}]}}:*')
     return (
         {("Pipeline/Workflow/StateMachine", "AwsSolutions::AwsSolutions-IAM5[Resource::*]")}
         | _task_acknowledgments("Pipeline/Healing/", ("Reconciler", "Redriver"))
         | {("Pipeline/Healing/ReconcilerFunction", "Serverless::Serverless-LambdaEventSourceMappingDestination"),
-           ("Pipeline/Healing/ReconcilerRole", f"AwsSolutions::AwsSolutions-IAM5[Resource::{executions}]"),
-           ("Pipeline/Healing/SweepRole", f"AwsSolutions::AwsSolutions-IAM5[Resource::<{reconciler}.Arn>:*]"),
-           ("Pipeline/Healing/RedriveRole", f"AwsSolutions::AwsSolutions-IAM5[Resource::<{redriver}.Arn>:*]")}
+           ("Pipeline/Healing/ReconcilerRole", f"AwsSolutions::AwsSolutions-IAM5[Resource::{executions}]")}
         | {(q, "AwsSolutions::AwsSolutions-SQS3") for q in queues}
         | {(q, "Serverless::Serverless-SQSRedrivePolicy") for q in queues}
         | {("Pipeline/OperatorPolicy/Policy", f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]")

@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from stacks.config import AppConfig, ConfigError
+from stacks.fire_and_forget.settings import MIN_DLQ_RETENTION_DAYS, HealingConfig
 from tests.support.cdk import REPO, cdk_context, synthesize
 
 
@@ -25,6 +27,7 @@ def test_cdk_json_context_is_a_valid_config() -> None:
         ("ff:logRetentionDays", 31, "ff:logRetentionDays: must be one of"),
         ("ff:maxReceiveCount", 2, "ff:maxReceiveCount: Input should be greater than or equal to 5"),
         ("ff:dlqRetentionDays", 15, "ff:dlqRetentionDays: Input should be less than or equal to 14"),
+        ("ff:dlqRetentionDays", 4, "ff:dlqRetentionDays: Input should be greater than or equal to 5"),
         ("ff:idempotencyExpiryDays", 7, "ff:idempotencyExpiryDays: Input should be greater than or equal to 14"),
         (
             "ff:alarmEmail",
@@ -52,13 +55,21 @@ def test_bad_values_fail_with_the_key_named(key: str, value: object, message: st
     assert message in str(raised.value)
 
 
-def test_automatic_attempts_that_outlast_the_dlq_retention_are_refused() -> None:
-    # 3 attempts of 720 minutes each (plus the Redriver's 5) wait 2,175 minutes: longer than a 1-day DLQ keeps them.
-    with pytest.raises(ConfigError, match="longer than the DLQs keep a message"):
-        AppConfig.from_context({"ff:dlqRetentionDays": 1,
-                                "ff:healing": {"maxAttempts": 3, "coolOffMinutes": 720, "maxCoolOffMinutes": 720}})
-    AppConfig.from_context({"ff:dlqRetentionDays": 2,
-                            "ff:healing": {"maxAttempts": 3, "coolOffMinutes": 720, "maxCoolOffMinutes": 720}})
+def _upper_bound(model: type[BaseModel], field: str) -> int:
+    (bound,) = [m.le for m in model.model_fields[field].metadata if hasattr(m, "le")]
+    return int(bound)
+
+
+def test_the_longest_automatic_redrive_fits_in_the_shortest_dlq_retention() -> None:
+    # Given every healing setting at the bound that makes a record wait longest for its automatic attempts
+    widest = {name: _upper_bound(HealingConfig, name)
+              for name in ("max_attempts", "cool_off_minutes", "max_cool_off_minutes", "redrive_every_minutes")}
+    healing = HealingConfig(**widest)
+    # Then the record is still in the failure DLQ at the shortest retention the settings accept
+    assert healing.longest_wait_minutes() < MIN_DLQ_RETENTION_DAYS * 24 * 60
+    settings = AppConfig.from_context({"ff:dlqRetentionDays": MIN_DLQ_RETENTION_DAYS,
+                                       "ff:healing": healing.model_dump(by_alias=True)})
+    assert settings.dlq_retention_days == MIN_DLQ_RETENTION_DAYS
 
 
 def test_command_line_strings_are_accepted() -> None:

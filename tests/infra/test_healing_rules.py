@@ -78,6 +78,21 @@ def test_the_failure_events_queue_outlasts_the_reconciler(stack: dict[str, Any])
     assert visibility >= 6 * timeout  # the recommendation the design follows (docs/design.md section 27)
 
 
+def test_an_event_the_reconciler_has_not_taken_is_alarmed_on_long_before_it_expires(stack: dict[str, Any]) -> None:
+    """SQS deletes a message that is never received when its retention ends, without moving it to the DLQ; the alarm
+    on the queue's oldest message fires first, at any threshold the settings accept (docs/design.md, "Self-healing")."""
+    from stacks.fire_and_forget.settings import AlarmConfig
+
+    queue_id, queue = one(stack, "AWS::SQS::Queue", "PipelineExecutionEventsFailureEventsQueue")
+    alarm = one(stack, "AWS::CloudWatch::Alarm", "PipelineMonitoringFailureEventsWaiting")[1]["Properties"]
+    (metric,) = alarm["Metrics"]
+    assert metric["MetricStat"]["Metric"]["MetricName"] == "ApproximateAgeOfOldestMessage"
+    assert ref_or_att(metric["MetricStat"]["Metric"]["Dimensions"][0]["Value"]) == queue_id
+    (widest,) = [m.le for m in AlarmConfig.model_fields["failure_events_max_age_seconds"].metadata if hasattr(m, "le")]
+    retention = queue["Properties"]["MessageRetentionPeriod"]
+    assert alarm["Threshold"] <= widest < retention / 2  # the alarm fires with at least half the retention left
+
+
 def test_the_mapping_batch_needs_no_batching_window(stack: dict[str, Any]) -> None:
     """A standard queue's mapping takes up to 10 records without MaximumBatchingWindowInSeconds; more needs a window
     of at least 1 s (https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html, BatchSize)."""
@@ -144,6 +159,20 @@ def test_each_schedule_role_may_invoke_its_function_and_send_to_its_dlq(
     assert _allows(stack, role_id, "sqs:SendMessage", dlq_id)
     other = one(stack, "AWS::Lambda::Function", next(f for f in FUNCTIONS if f != function))[0]
     assert not _allows(stack, role_id, "lambda:InvokeFunction", other)
+
+
+@pytest.mark.parametrize(("prefix", "function"), list(zip(SCHEDULES, FUNCTIONS, strict=True)))
+def test_each_schedule_role_may_invoke_only_the_unqualified_function(
+    stack: dict[str, Any], prefix: str, function: str
+) -> None:
+    """Scheduler invokes the target's unqualified ARN; `<function ARN>:*` would add every version and alias, each of
+    which is a resource of its own (https://docs.aws.amazon.com/lambda/latest/dg/lambda-api-permissions-ref.html)."""
+    role_id = _role_id(_schedule(stack, prefix)["Target"]["RoleArn"])
+    function_id = one(stack, "AWS::Lambda::Function", function)[0]
+    invoking = [s for s in statements(stack, role_id)
+                if s["Effect"] == "Allow" and any(a in ("lambda:InvokeFunction", "lambda:*", "*") for a in actions(s))]
+    resources = [r for s in invoking for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])]
+    assert resources == [{"Fn::GetAtt": [function_id, "Arn"]}], resources
 
 
 @pytest.mark.parametrize("prefix", SCHEDULES)

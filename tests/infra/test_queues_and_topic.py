@@ -52,8 +52,7 @@ def test_every_queue_is_kms_encrypted_and_tls_only(template: dict[str, Any], key
 
 @pytest.mark.parametrize(
     "prefix", ["PipelineSourceQueueSourceDlq", "PipelineFailureHandlingFailureDlq",
-               "PipelineExecutionEventsFailureEventsQueue",
-               "PipelineExecutionEventsTargetDlq"]
+               "PipelineExecutionEventsReconcilerDlq", "PipelineExecutionEventsTargetDlq", "PipelineHealingScheduleDlq"]
 )
 def test_dead_letter_queues_keep_messages_fourteen_days(template: dict[str, Any], prefix: str) -> None:
     _, queue = one(template, "AWS::SQS::Queue", prefix)
@@ -110,10 +109,20 @@ def test_alerts_topic_lets_no_eventbridge_rule_publish(template: dict[str, Any])
 
 
 def test_key_lets_delivering_services_use_it_only_for_this_account(template: dict[str, Any], key_id: str) -> None:
+    # CloudWatch's request carries aws:SourceAccount; EventBridge's may not, so its statement is bound by the
+    # encryption context of this account's queues and narrowed by aws:SourceAccount only where present (docs/design.md,
+    # section 9; tests/permissions/test_key_conditions.py evaluates both readings).
     policy = template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
-    for statement in policy:
-        if "Service" in statement.get("Principal", {}):
-            assert statement["Condition"]["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}
+    this_account = {"Ref": "AWS::AccountId"}
+    by_service = {statement["Principal"]["Service"]: statement["Condition"] for statement in policy
+                  if "Service" in statement.get("Principal", {})}
+    assert set(by_service) == {"cloudwatch.amazonaws.com", "events.amazonaws.com"}
+    assert by_service["cloudwatch.amazonaws.com"] == {"StringEquals": {"aws:SourceAccount": this_account}}
+    events = by_service["events.amazonaws.com"]
+    assert events["StringEqualsIfExists"]["aws:SourceAccount"] == this_account
+    queues_of_this_account = events["StringLike"]["kms:EncryptionContext:aws:sqs:arn"]["Fn::Join"][1]
+    assert queues_of_this_account == ["arn:", {"Ref": "AWS::Partition"}, ":sqs:", {"Ref": "AWS::Region"}, ":",
+                                      this_account, ":*"]
 
 
 def test_no_email_subscription_unless_configured(template: dict[str, Any]) -> None:

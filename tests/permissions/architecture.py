@@ -11,6 +11,28 @@ def _doc(statements: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"Version": "2012-10-17", "Statement": statements} if statements else None
 
 
+ENCRYPTION_CONTEXT = "kms:encryptioncontext:"
+
+
+def without_encryption_context(policy: dict[str, Any]) -> dict[str, Any]:
+    """The key policy with its kms:EncryptionContext:* conditions removed.
+
+    @cloud-copilot/iam-simulate drops those keys from a request, so a statement that names one could never apply
+    there. Without them the policy is wider than the real one: a denial the simulator finds still holds for the
+    real policy, and what the dropped conditions add is asserted on the template (test_key_conditions.py).
+    """
+    statements = []
+    for statement in policy["Statement"]:
+        conditions = {
+            operator: kept
+            for operator, keys in statement.get("Condition", {}).items()
+            if (kept := {k: v for k, v in keys.items() if not k.lower().startswith(ENCRYPTION_CONTEXT)})
+        }
+        statements.append({k: v for k, v in statement.items() if k != "Condition"}
+                          | ({"Condition": conditions} if conditions else {}))
+    return policy | {"Statement": statements}
+
+
 class Architecture:
     """The template's resources, resolved, with lookups by ARN, URL and name."""
 
@@ -67,7 +89,7 @@ class Architecture:
         if kind == "AWS::SNS::Topic":
             return self.attached_policy("AWS::SNS::TopicPolicy", "Topics", lid)
         if kind == "AWS::KMS::Key":
-            return dict(self.resolver.resolve(self.props(lid)["KeyPolicy"]))
+            return without_encryption_context(self.resolver.resolve(self.props(lid)["KeyPolicy"]))
         return None
 
     def key_of(self, lid: str) -> str | None:

@@ -13,7 +13,9 @@ OPERATOR = f"arn:{PARTITION}:iam::{ACCOUNT}:role/Operator"
 SQS_SEND_KEY = ("kms:GenerateDataKey", "kms:Decrypt")  # SQS SSE: a sender needs both, a receiver kms:Decrypt
 SNS_PUBLISH_KEY = ("kms:GenerateDataKey", "kms:Decrypt")
 TABLE_CALLS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-SOURCE_ACCOUNT_SCOPED = ("PipelineExecutionEventsFailureEventsQueue",)
+# Services for which AWS documents aws:SourceAccount / aws:SourceArn in the KMS request for some deliveries and not
+# others (SNS: absent for EventBridge to an encrypted topic; no SQS page says): their key use is judged both ways.
+SOURCE_KEYS_MAYBE_ABSENT = ("events.amazonaws.com",)
 ROLE_USERS = {  # resource type -> (property holding its role, service that assumes it)
     "AWS::Lambda::Function": ("Role", "lambda.amazonaws.com"),
     "AWS::StepFunctions::StateMachine": ("RoleArn", "states.amazonaws.com"),
@@ -63,3 +65,10 @@ def other_account(value: str) -> str:
 
 def kms_via(service: str) -> dict[str, str]:
     return {"kms:ViaService": f"{service}.{REGION}.amazonaws.com"}
+
+
+def encryption_context(kind: str, resource_arn: str) -> dict[str, str]:
+    """The encryption context SQS or SNS binds a data key to, as AWS sends it. The simulator drops these keys (so the
+    matrix judges a key policy without its kms:EncryptionContext conditions; test_key_conditions.py judges those)."""
+    key = {"AWS::SQS::Queue": "aws:sqs:arn", "AWS::SNS::Topic": "aws:sns:topicArn"}.get(kind)
+    return {f"kms:EncryptionContext:{key}": resource_arn} if key else {}

@@ -72,6 +72,9 @@ class HealingEdges(CheckShapes):
                                        "aws:SourceAccount": OTHER_ACCOUNT}))
             edge = f"schedule {schedule} invokes {function}"
             self.role_call(edge, role, "lambda:InvokeFunction", None, self.a.att(function))
+            # The schedule invokes the unqualified function: a version or an alias is another resource.
+            for qualifier, why in (("1", "another version of its function"), ("live", "an alias of its function")):
+                self.denied(edge, role, "lambda:InvokeFunction", f"{self.a.att(function)}:{qualifier}", why)
             for other in functions:
                 if other != function:
                     self.denied(edge, role, "lambda:InvokeFunction", self.a.att(other), "a function it does not run")

@@ -7,7 +7,15 @@ from dataclasses import replace
 from typing import Any
 
 from tests.permissions.architecture import Architecture
-from tests.permissions.checks import NO_TLS, SOURCE_ACCOUNT_SCOPED, TLS, Check, kms_via, other_account
+from tests.permissions.checks import (
+    NO_TLS,
+    SOURCE_KEYS_MAYBE_ABSENT,
+    TLS,
+    Check,
+    encryption_context,
+    kms_via,
+    other_account,
+)
 from tests.permissions.resolver import ACCOUNT, OTHER_ACCOUNT
 
 
@@ -91,15 +99,11 @@ class CheckShapes:
             )
         )
         if other_source != source_arn:
-            # CDK's SqsQueue rule target scopes its queue statement to aws:SourceAccount only (with the flag
-            # @aws-cdk/aws-events:eventsTargetQueueSameAccount): another rule of this account may send there too.
-            same_account_only = any(target_lid.startswith(prefix) for prefix in SOURCE_ACCOUNT_SCOPED)
             self._add(
                 replace(
                     base,
-                    allowed=same_account_only,
-                    why="on behalf of another resource of this account"
-                    + (" (accepted: scoped to the account only)" if same_account_only else ""),
+                    allowed=False,
+                    why="on behalf of another resource of this account",
                     context=context | {"aws:SourceArn": other_source},
                 )
             )
@@ -107,36 +111,34 @@ class CheckShapes:
             self._add(replace(base, allowed=False, why="without TLS", context=context | NO_TLS))
         key = self.a.key_of(target_lid)
         if key:
-            key_arn, key_policy = self.a.att(key), self.a.resource_policy(key)
-            for key_action in key_actions:
-                self._add(
-                    Check(
-                        edge,
-                        service,
-                        key_action,
-                        key_arn,
-                        True,
-                        "the resource is encrypted",
-                        context | kms_via(via),
-                        (),
-                        key_policy,
-                    )
-                )
-            self._add(
-                Check(
-                    edge,
-                    service,
-                    key_actions[0],
-                    key_arn,
-                    False,
-                    "key use for another account",
-                    dict(TLS)
-                    | {"aws:SourceAccount": OTHER_ACCOUNT, "aws:SourceArn": other_account(source_arn)}
-                    | kms_via(via),
-                    (),
-                    key_policy,
-                )
-            )
+            self._key_use(edge, service, key, target_lid, resource, source_arn, key_actions, via)
+
+    def _key_use(self, edge: str, service: str, key: str, target_lid: str, resource: str, source_arn: str,
+                 key_actions: tuple[str, ...], via: str) -> None:
+        """The KMS calls the service's delivery makes through `via` (SQS or SNS, on the service's behalf), allowed;
+        for another account denied. For a service in SOURCE_KEYS_MAYBE_ABSENT, each call again without aws:Source*
+        in the request (allowed), and through another service (denied).
+
+        The simulator drops kms:EncryptionContext:* keys and judges the key policy without those conditions (see
+        Architecture.resource_policy): it proves the principal, the actions, kms:ViaService and aws:Source*; that
+        the encryption context binds the key to this account's queues is test_key_conditions.py's."""
+        key_arn, key_policy = self.a.att(key), self.a.resource_policy(key)
+        bound = dict(TLS) | kms_via(via) | encryption_context(self.a.resources[target_lid]["Type"], resource)
+        source = {"aws:SourceArn": source_arn, "aws:SourceAccount": ACCOUNT}
+        base = Check(edge, service, key_actions[0], key_arn, True, "the resource is encrypted", bound | source, (),
+                     key_policy)
+        for key_action in key_actions:
+            self._add(replace(base, action=key_action))
+            if service in SOURCE_KEYS_MAYBE_ABSENT:
+                self._add(replace(base, action=key_action, why="the resource is encrypted (no aws:Source* in the "
+                                  "key request)", context=bound))
+        self._add(replace(base, allowed=False, why="key use for another account",
+                          context=bound | {"aws:SourceAccount": OTHER_ACCOUNT,
+                                           "aws:SourceArn": other_account(source_arn)}))
+        if service in SOURCE_KEYS_MAYBE_ABSENT:
+            other_via = "sns" if via == "sqs" else "sqs"
+            self._add(replace(base, allowed=False, why="key use through another service",
+                              context=bound | kms_via(other_via)))
 
     def denied_on_another_accounts_copy(self, base: Check) -> None:
         """The allowed call `base` made on another account's copy of its resource: nothing here grants it."""

@@ -49,7 +49,10 @@ def test_matrix_judges_both_ways_for_every_kind_of_principal(matrix: MatrixBuild
     outside = {c.principal for c in matrix.checks if c.why.endswith("is not in its environment")}
     assert any("PipelineHealingReconciler" in principal for principal in outside), stack_name
     for why in ("a function it does not run", "a queue that is not its DLQ", "a queue that is not its source",
-                "not a compensation", "a table call it never makes", "a queue it does not redrive to"):
+                "not a compensation", "a table call it never makes", "a queue it does not redrive to",
+                "another version of its function", "an alias of its function",
+                "on behalf of another resource of this account", "key use for another account",
+                "key use through another service"):
         assert any(c.why == why and not c.allowed for c in matrix.checks), why
     assert "scheduler.amazonaws.com" in principals
 
@@ -76,3 +79,13 @@ def test_alerts_topic_takes_each_delivering_service_only_for_this_account(
         assert any(c.allowed for c in mine) and any(not c.allowed for c in mine), service
         for check in mine:
             assert (verdicts[check.id]["result"] == ALLOWED) == check.allowed, check.id
+
+
+def test_eventbridge_s_key_use_is_judged_with_and_without_source_keys(matrix: MatrixBuilder) -> None:
+    # Given every KMS call EventBridge makes for a delivery (to a rule target and to its DLQ)
+    key_calls = [c for c in matrix.checks if c.principal == "events.amazonaws.com" and c.action.startswith("kms:")]
+    with_source = [c for c in key_calls if c.allowed and "aws:SourceAccount" in c.context]
+    without_source = [c for c in key_calls if c.allowed and "aws:SourceAccount" not in c.context]
+    # Then each is in the matrix both as if the KMS request carried aws:Source* and as if it did not
+    assert with_source and len(without_source) == len(with_source)
+    assert {(c.edge, c.action) for c in with_source} == {(c.edge, c.action) for c in without_source}
