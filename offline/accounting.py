@@ -165,16 +165,18 @@ MAX_RETRY_TRAVEL_SECONDS = 6 * 3600
 
 def advance_past_retries(aws: Rehearsal, step_seconds: int = RETRY_STEP_SECONDS,
                          limit_seconds: int = MAX_RETRY_TRAVEL_SECONDS) -> int:
-    """Move the rehearsal's clock on, one step at a time, until the failure DLQ holds no record waiting for an
-    automatic retry (each redriven copy runs to its end on the way); the seconds travelled. Raises if the records
-    still wait after `limit_seconds`: the Redriver is not doing its work."""
+    """Move the rehearsal's clock on, one step at a time, until nothing is left to happen by itself: no execution
+    running, no event waiting to be received again (the Reconciler waits out a stopped execution's task), and no
+    record in the failure DLQ waiting for an automatic retry (each redriven copy runs to its end on the way); the
+    seconds travelled. Raises if that is not so after `limit_seconds`: the healing is not doing its work."""
     policy = _policy(aws)
     travelled = 0
-    while policy is not None and any(
+    while aws.settling() or (policy is not None and any(
         waiting_for(record, policy).disposition is Disposition.RETRY for record in _failure_records(aws)
-    ):
+    )):
         if travelled >= limit_seconds:
-            raise RuntimeError(f"records still wait for an automatic retry after {travelled} s of virtual time")
+            raise RuntimeError(f"not quiet after {travelled} s of virtual time: records wait for a retry, or events "
+                               "for their redelivery")
         aws.advance(step_seconds)
         travelled += step_seconds
     return travelled

@@ -249,6 +249,17 @@ class Rehearsal:
         """What an operator's StopExecution does; the rule then sees ABORTED."""
         self.sfn.stop_execution(executionArn=execution_arn, error="Aborted", cause="Stopped by the rehearsal")
 
+    def settling(self) -> bool:
+        """True while something will still happen without anyone acting: an execution is running, or a message an
+        event source mapping consumes is hidden for its visibility timeout and will be received again."""
+        return bool(self.running()) or self.event_sources.next_visible(ACCOUNT, self.region) is not None
+
+    def visibility_timeout(self, output_key: str) -> int:
+        """The VisibilityTimeout of the queue the stack output names: how long a received message stays hidden."""
+        attributes = self.sqs.get_queue_attributes(QueueUrl=self.outputs[output_key],
+                                                   AttributeNames=["VisibilityTimeout"])["Attributes"]
+        return int(attributes["VisibilityTimeout"])
+
     def release_held(self, timeout_seconds: float = 30.0) -> None:
         """Release every call a HANG fault holds and wait until the held Lambda invocations have run to their end:
         what they write is written before anything the rehearsal does next (the Reconciler, say)."""

@@ -94,19 +94,6 @@ def test_charging_twice_in_one_attempt_charges_once(account: Account, lambda_con
     assert account.count(account.payments_table) == 1
 
 
-def test_a_charge_context_of_another_attempt_gets_the_existing_charge(account: Account, lambda_context: Any) -> None:
-    # Given attempt m-1 charged the order
-    first = handler(reserved(account, lambda_context, events.sqs_record(events.order(), "m-1")), lambda_context)
-    # When a context naming another attempt reaches ChargePayment (the ledger stops that at ReserveInventory; this is
-    # the domain guard underneath it)
-    again = {key: value for key, value in first.items() if key != "payment"}
-    second = handler({**again, "messageId": "m-2"}, lambda_context)
-    # Then the domain guard returns the first charge; the payments table still holds one charge by m-1
-    assert second["payment"]["chargeId"] == first["payment"]["chargeId"]
-    charge = account.charge("ord-1001")
-    assert charge is not None and charge["attemptId"] == "m-1"
-
-
 @pytest.mark.parametrize(
     "code", ["ThrottlingException", "ProvisionedThroughputExceededException", "InternalServerError"]
 )

@@ -222,7 +222,7 @@ def test_retry_after_a_lost_response_does_not_reserve_twice(account: Account, la
 def test_a_claim_throttled_is_transient_and_claims_nothing(account: Account, lambda_context: Any) -> None:
     account.stock_up(SKU_RED_MUG=5, SKU_TEA_100G=3)
     record = events.sqs_record(events.order())
-    with faults("put_item", "ThrottlingException", table=account.deliveries_table), pytest.raises(TransientError):
+    with faults("update_item", "ThrottlingException", table=account.deliveries_table), pytest.raises(TransientError):
         reserve(lambda_context, record)
     assert account.claim(record["messageId"]) is None
 

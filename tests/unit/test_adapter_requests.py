@@ -119,7 +119,7 @@ CALLS: list[tuple[str, str, Call, Callable[[Stubber], None]]] = [
         lambda s: None,
     ),
     (
-        "put_item",
+        "update_item",
         "claiming the SQS message",
         lambda c: DynamoDBDeliveryClaims(c, "Deliveries", 60).claim(ATTEMPT, ARN),
         lambda s: None,

@@ -34,7 +34,7 @@ def test_a_missing_table_name_is_a_configuration_error() -> None:
 
 
 def test_credit_limit_defaults_to_5000_and_must_be_a_number() -> None:
-    env = {**BASE, "PAYMENTS_TABLE_NAME": "p"}
+    env = {**BASE, "PAYMENTS_TABLE_NAME": "p", "ORDERS_TABLE_NAME": "o"}
     assert ChargePaymentSettings.from_env(env).default_credit_limit == Decimal("5000")
     with pytest.raises(ConfigurationError):
         ChargePaymentSettings.from_env({**env, "DEFAULT_CREDIT_LIMIT": "lots"})

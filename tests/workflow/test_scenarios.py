@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +225,9 @@ def test_failure_dlq_refusing_everything_fails_in_handle_failure_and_the_reconci
     message_id, _ = order(aws, OrderKind.DECLINED)
 
     execution = only(aws.run())
+    # Each failed reconcile leaves the event for the queue's visibility timeout; after maxReceiveCount receives (5)
+    # SQS moves it to the ReconcilerDlq on the next one.
+    aws.advance(6 * aws.visibility_timeout("FailureEventsQueueUrl") + 1)
 
     assert execution.status == "FAILED" and execution.states[-1] == "HandleFailure"  # RedriveExecution resumes here
     assert execution.error not in (None, "FailureRecorded")
@@ -335,12 +337,13 @@ def test_an_execution_that_times_out_is_compensated_then_redriven(cloud_assembly
         aws.faults.add(Fault("ArrangeShipping", FaultKind.HANG, times=1))
         message_id, _ = order(aws)
         (held,) = aws.wait_for_hang()
-        deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
-        while aws.execution(held).status == "RUNNING" and time.monotonic() < deadline:
-            time.sleep(0.01)
-        aws.faults.release()
+        aws.advance(2)  # past the execution's 1-second timeout on the rehearsal's clock
+        aws.release_held()  # the held invocation ends before its function's timeout
+        aws.set_execution_timeout(None)
+        # The Reconciler waits until the invocation has certainly ended: the event's redelivery reconciles it.
+        aws.advance(aws.visibility_timeout("FailureEventsQueueUrl") + 1)
 
-        execution = only(aws.run())
+        (execution,) = [e for e in aws.executions() if e.message_id == message_id]
 
         assert execution.status == "TIMED_OUT"
         assert execution.states == HAPPY  # it was in ArrangeShipping when the clock ran out
