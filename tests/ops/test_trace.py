@@ -90,6 +90,7 @@ def test_a_redriven_order_shows_both_messages_and_both_executions(aws: Rehearsal
     # Given an order that failed for lack of stock, then was redriven after a restock and went through
     (order_id,) = failed_orders(aws, 1, first=7108)
     restock(aws)
+    aws.advance(60)  # the operator redrives it a minute later
     _, redrive = ff_ops(cli, "failures", "redrive", "--order-id", order_id)
     aws.run()
     new_message = redrive["items"][0]["newMessageId"]
@@ -140,6 +141,7 @@ def test_the_scan_is_bounded_newest_first_and_says_so(aws: Rehearsal, cli: CliRu
     # Given two orders, the older one first
     older, _ = _send(aws, OrderKind.VALID, 7106)
     aws.run()
+    aws.advance(1)  # the rehearsal's clock stands still while work runs: the second order comes a second later
     newer, _ = _send(aws, OrderKind.VALID, 7107)
     aws.run()
 

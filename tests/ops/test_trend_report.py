@@ -36,6 +36,7 @@ def test_the_page_shows_the_windows_executions_by_status_error_and_step(
     aws: Rehearsal, cli: CliRunner, tmp_path: Path
 ) -> None:
     # Given, after a point in time: two good orders, one nobody ships to, one malformed, one aborted in ChargePayment
+    aws.advance(1)  # a moment after the earlier tests' executions (the clock stands still while work runs)
     since = datetime.now(UTC).isoformat()
     _send(aws, OrderKind.VALID, 7401)
     _send(aws, OrderKind.VALID, 7402)
@@ -70,6 +71,7 @@ def test_the_page_shows_the_windows_executions_by_status_error_and_step(
 
 def test_a_window_with_more_executions_than_read_says_so(aws: Rehearsal, cli: CliRunner, tmp_path: Path) -> None:
     # Given three executions in the window
+    aws.advance(1)  # a moment after the earlier tests' executions (the clock stands still while work runs)
     since = datetime.now(UTC).isoformat()
     for number in (7411, 7412, 7413):
         _send(aws, OrderKind.VALID, number)
@@ -87,6 +89,7 @@ def test_a_failure_no_longer_in_the_dlq_still_shows_its_error_and_step(
     aws: Rehearsal, cli: CliRunner, tmp_path: Path
 ) -> None:
     # Given an order that failed OutOfStock and whose record the operator has since discarded
+    aws.advance(1)  # a moment after the earlier tests' executions (the clock stands still while work runs)
     since = datetime.now(UTC).isoformat()
     order_id = _send(aws, OrderKind.OUT_OF_STOCK, 7421)
     aws.run()
