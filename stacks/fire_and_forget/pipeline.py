@@ -152,6 +152,7 @@ class FireAndForgetPipeline(Construct):
                 compensations=tuple((step, state, workflow.functions[state])
                                     for step, state in workflow.ordered_undo(machine.definition)),
                 transient_errors=retried_errors(machine.definition),
+                source_max_message_bytes=source.max_message_size_bytes,
             ),
         )
         SlackNotifications(self, "Notifications", config=settings, topic=self.alerts_topic)

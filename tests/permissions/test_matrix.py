@@ -49,7 +49,8 @@ def test_matrix_judges_both_ways_for_every_kind_of_principal(matrix: MatrixBuild
     outside = {c.principal for c in matrix.checks if c.why.endswith("is not in its environment")}
     assert any("PipelineHealingReconciler" in principal for principal in outside), stack_name
     for why in ("a function it does not run", "a queue that is not its DLQ", "a queue that is not its source",
-                "not a compensation", "a table call it never makes", "a queue it does not redrive to"):
+                "not a compensation", "a table call it never makes", "a queue it does not redrive to",
+                "a topic it does not announce on"):
         assert any(c.why == why and not c.allowed for c in matrix.checks), why
     assert "scheduler.amazonaws.com" in principals
 

@@ -18,14 +18,17 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from healing.auto_redrive import redrive_due
 from healing.reconciliation import (
     Compensation,
     History,
     ReconcileBusy,
     Reconciler,
     ReconcilerSettings,
+    Stage,
     Verdict,
 )
+from ops.failures import list_failures
 from ops.healing_policy import HealingPolicy
 
 REGION = "us-east-1"
@@ -108,6 +111,7 @@ def aws() -> Iterator[dict[str, Any]]:
         sns = boto3.client("sns", region_name=REGION)
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         dlq = sqs.create_queue(QueueName="failure-dlq")["QueueUrl"]
+        source = sqs.create_queue(QueueName="source")["QueueUrl"]
         topic = sns.create_topic(Name="alerts")["TopicArn"]
         alerts = sqs.create_queue(QueueName="alerts-copy")["QueueUrl"]
         alerts_arn = sqs.get_queue_attributes(QueueUrl=alerts, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
@@ -125,7 +129,7 @@ def aws() -> Iterator[dict[str, Any]]:
                                 settings=settings, policy=HealingPolicy(transient_errors=RETRIED),
                                 sleep=lambda _s: None)
         yield {"reconciler": reconciler, "sfn": sfn, "compensations": compensations, "sqs": sqs, "dlq": dlq,
-               "alerts": alerts, "dynamodb": dynamodb}
+               "alerts": alerts, "dynamodb": dynamodb, "source": source}
 
 
 def _drain(sqs: Any, url: str) -> list[dict[str, Any]]:
@@ -218,6 +222,31 @@ def test_a_run_that_crashed_after_recording_resumes_and_does_not_record_twice(aw
     assert len(_drain(aws["sqs"], aws["dlq"])) == 1
     assert len(_drain(aws["sqs"], aws["alerts"])) == 1
     assert len(aws["compensations"].calls) == 1  # not compensated again
+
+
+def test_a_crash_between_the_record_and_its_row_writes_a_second_record_which_the_readers_absorb(
+        aws: dict[str, Any]) -> None:
+    arn = aws["sfn"].add("x1", "TIMED_OUT", ["ReserveInventory"], error="States.Timeout")
+    reconciler, advance = aws["reconciler"], aws["reconciler"]._advance
+
+    def die_before_recorded(message_id: str, execution_arn: str, stage: Stage, **kwargs: Any) -> None:
+        if stage is Stage.RECORDED:
+            raise SystemExit("the function's process ended")  # after SendMessage, before the row says RECORDED
+        advance(message_id, execution_arn, stage, **kwargs)
+
+    reconciler._advance = die_before_recorded
+    with pytest.raises(SystemExit):
+        reconciler.reconcile(arn, via="event", now=NOW)
+    reconciler._advance = advance
+    again = reconciler.reconcile(arn, via="sweep", now=NOW + timedelta(minutes=6))  # after the lease
+    assert again.recorded and not again.announced  # the row said CLAIMED: the record was written again
+    listing = list_failures(aws["sqs"], aws["dlq"], wait_seconds=0)
+    (one,) = listing.records
+    assert listing.read == 2 and one.execution_arn == arn and len(one.copies) == 1
+    report = redrive_due(aws["sqs"], dlq_url=aws["dlq"], source_url=aws["source"], policy=reconciler._policy,
+                         now=NOW + timedelta(days=1), key_field="orderId")
+    assert report.redriven == 1 and _drain(aws["sqs"], aws["dlq"]) == []
+    assert len(_drain(aws["sqs"], aws["source"])) == 1
 
 
 def test_a_run_holding_the_lease_keeps_a_second_one_out_until_it_lapses(aws: dict[str, Any]) -> None:
