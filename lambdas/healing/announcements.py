@@ -26,8 +26,8 @@ from ops.healing_policy import Classification
 from ops.records import FailureRecord
 
 MARKER_PREFIX = "announced#"  # never an SQS messageId (a UUID), so never a delivery's own row
-# Longer than a Redriver run can last (its 120 s timeout), so two runs never both publish; shorter than its period,
-# so the next run resumes one that crashed between its claim and its publish.
+# Longer than a Redriver run can last (its 120 s timeout), so two runs never both publish; shorter than its default
+# 5-minute period, so the next run resumes one that crashed between its claim and its publish.
 LEASE_SECONDS = 240
 CLAIMED, ANNOUNCED = "CLAIMED", "ANNOUNCED"
 
