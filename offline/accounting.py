@@ -3,6 +3,8 @@
 A caller's message may live on in copies: the automatic redrive sends a transient failure back to the source queue
 as a new message carrying `ffFirstMessageId` (the caller's messageId) and `ffRedriveAttempt`. A copy is not another
 caller message: the caller's message ends where its last copy ends, and the announcements of all its copies add up.
+The failure records of one execution are one place, as ff-ops and the Redriver read them (ops/records.py,
+one_per_execution): a second record of the same execution is a known duplicate, not a message in two places.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ops.healing_policy import (
     attempt_of,
     first_message_id,
 )
-from ops.records import FailureRecord, parse
+from ops.records import FailureRecord, one_per_execution, parse
 from stacks.contract import DUPLICATE_ENDS, HANDLED_FAILURE_ERROR
 
 _EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s\"\\]+:\d+:execution:[^:\s\"\\]+:[A-Za-z0-9_-]+")
@@ -236,12 +238,13 @@ def _count_announcements(aws: Rehearsal, by_arn: dict[str, Execution], fates: di
 
 
 def _failure_records(aws: Rehearsal) -> list[FailureRecord]:
+    """The failure DLQ's records, those of one execution as one."""
     records = []
     for message in aws.messages("FailureDlqUrl"):
         parsed = parse(message)  # type: ignore[arg-type]
         if isinstance(parsed, FailureRecord):
             records.append(parsed)
-    return records
+    return one_per_execution(records)
 
 
 def _record_of(execution: Execution) -> dict[str, Any] | None:

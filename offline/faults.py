@@ -39,10 +39,11 @@ class FaultKind(StrEnum):
 
 @dataclass
 class Fault:
-    """A fault on one target: a task name, "FailureDlq" (SendMessage to it), "AlertsTopic" (Publish to it, from
-    NotifyFailure or the rule), "StartExecution" (the pipe's), "FailureDlqDelete" / "SourceDlqDelete"
-    (DeleteMessage on that queue, what the operator tools do), or a table the stack names in an output `XTableName`
-    as "XTable" (its single-item DynamoDB calls, offline/services.py; e.g. "SearchIndexTable").
+    """A fault on one target: a task name, "FailureDlq" or "SourceQueue" (SendMessage to it; to the source queue, a
+    resend by the Redriver or ff-ops, or a caller's), "AlertsTopic" (Publish to it, from NotifyFailure or the rule),
+    "StartExecution" (the pipe's), "FailureDlqDelete" / "SourceDlqDelete" (DeleteMessage on that queue, what the
+    operator tools do), or a table the stack names in an output `XTableName` as "XTable" (its single-item DynamoDB
+    calls, offline/services.py; e.g. "SearchIndexTable").
 
     `times` None means every time. `order_id` restricts the fault to one order's calls: found in the task payload,
     the pipe records, the message body, or, for a publish, in the input of the execution the alert names.

@@ -26,6 +26,7 @@ from offline.sqs_rules import install_sqs_rules
 _EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s\"]+:\d+:execution:[^:\s\"]+:[A-Za-z0-9_-]+")
 # DeleteMessage fault targets, by the output that names the queue.
 DELETE_TARGETS = {"FailureDlqUrl": "FailureDlqDelete", "SourceDlqUrl": "SourceDlqDelete"}
+SEND_TARGETS = {"FailureDlqUrl": "FailureDlq", "SourceQueueUrl": "SourceQueue"}
 # The single-item DynamoDB calls a fault on a table strikes (its target: the output key without "Name", e.g.
 # "SearchIndexTable" for the output SearchIndexTableName), whoever makes them: a handler or a workflow's service task.
 TABLE_OUTPUT_SUFFIX = "TableName"
@@ -45,7 +46,9 @@ def install_service_faults(faults: FaultPlan, outputs: dict[str, str], account: 
     undo_rules = install_sqs_rules()
     undo_tables = _install_table_faults(faults, outputs)
     send_message, delete_message, publish = SQSBackend.send_message, SQSBackend.delete_message, SNSBackend.publish
-    failure_dlq_name = outputs["FailureDlqUrl"].rsplit("/", 1)[1]
+    # SendMessage to the failure DLQ (HandleFailure's, the Reconciler's) and to the source queue (a resend by the
+    # Redriver or ff-ops, or a caller's: add a SourceQueue fault after the caller's send).
+    send_targets = {outputs[key].rsplit("/", 1)[1]: target for key, target in SEND_TARGETS.items()}
     delete_targets = {outputs[key].rsplit("/", 1)[1]: target for key, target in DELETE_TARGETS.items()
                       if key in outputs}
     topic_arn = outputs["AlertsTopicArn"]
@@ -55,7 +58,8 @@ def install_service_faults(faults: FaultPlan, outputs: dict[str, str], account: 
         def call() -> Any:
             return send_message(self, queue_name, message_body, *args, **kwargs)
 
-        return strike("FailureDlq", message_body, "SQS", call) if queue_name == failure_dlq_name else call()
+        target = send_targets.get(queue_name)
+        return call() if target is None else strike(target, message_body, "SQS", call)
 
     def faulty_delete_message(self: SQSBackend, queue_name: str, receipt_handle: str) -> None:
         def call() -> None:

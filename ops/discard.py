@@ -4,7 +4,8 @@ A message an operator gives up on must still be accounted for: before each Delet
 record (HandleFailure's document, the original message inside it, the DLQ message's id and attributes) is
 written as one JSON line to the log and flushed (to disk, with fsync, for a file). If writing fails, nothing
 is deleted. Only the selected records are deleted; every other message read is made visible again
-(ops/dlq.py), and messages that are not failure records are never deleted.
+(ops/dlq.py), and messages that are not failure records are never deleted. The records of one execution are one
+failure (ops/records.py, one_per_execution): selected together, each logged and deleted.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from botocore.exceptions import ClientError
 
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import ACCESS_CODES, THROTTLING_CODES, error_code
-from ops.records import DEFAULT_KEY_FIELD, FailureRecord, Selection, UnrecognizedMessage, parse
+from ops.records import DEFAULT_KEY_FIELD, FailureRecord, Selection, UnrecognizedMessage, one_per_execution, parse
 from ops.report import json_time
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class DiscardRequest:
         return self.selection.is_everything and not self.message_ids
 
     def matches(self, record: FailureRecord) -> bool:
-        if self.message_ids and not self.message_ids & {record.message_id, record.source_message_id}:
+        if self.message_ids and not self.message_ids & {*record.message_ids, record.source_message_id}:
             return False
         return self.selection.matches(record)
 
@@ -65,6 +66,7 @@ class Discarded:
     error: str
     verdict: Verdict
     reason: str | None = None
+    copies: tuple[str, ...] = ()  # further records of the same execution, discarded with it
 
 
 @dataclass
@@ -119,15 +121,16 @@ def discard_failures(
     with HeldMessages(
         sqs, dlq_url, visibility_timeout=request.visibility_timeout, wait_seconds=request.wait_seconds
     ) as held:
-        chosen: list[FailureRecord] = []
+        records: dict[str, FailureRecord] = {}
         bodies: dict[str, str] = {}
         while batch := held.receive(10):
             for message in batch:
                 parsed = parse(message, request.key_field)
-                if not isinstance(parsed, UnrecognizedMessage) and request.matches(parsed):
-                    chosen.append(parsed)
+                if not isinstance(parsed, UnrecognizedMessage):
+                    records[parsed.message_id] = parsed
                     bodies[parsed.message_id] = message.get("Body", "")
         report.read = held.read
+        chosen = [r for r in one_per_execution(records.values()) if request.matches(r)]
         if request.dry_run:
             report.outcomes = [_outcome(r, Verdict.WOULD_DISCARD) for r in chosen]
             return report
@@ -135,16 +138,19 @@ def discard_failures(
             report.outcomes = [_outcome(r, Verdict.DECLINED) for r in chosen]
             return report
         for record in chosen:
-            _write(log, log_line(record, bodies[record.message_id], stack, now(), request.key_field))
-            try:
-                sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=held.receipt(record.message_id))
-            except ClientError as error:
-                if error_code(error) in THROTTLING_CODES | ACCESS_CODES:
-                    raise
-                report.outcomes.append(_outcome(record, Verdict.DELETE_FAILED, f"{error_code(error)}: {error}"))
-                continue
-            held.forget(record.message_id)
-            report.outcomes.append(_outcome(record, Verdict.DISCARDED))
+            failed = []
+            for message_id in record.message_ids:  # the record, then the other records of its execution
+                _write(log, log_line(records[message_id], bodies[message_id], stack, now(), request.key_field))
+                try:
+                    sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=held.receipt(message_id))
+                except ClientError as error:
+                    if error_code(error) in THROTTLING_CODES | ACCESS_CODES:
+                        raise
+                    failed.append(f"{message_id}: {error_code(error)}: {error}")
+                    continue
+                held.forget(message_id)
+            report.outcomes.append(_outcome(record, Verdict.DELETE_FAILED, "; ".join(failed)) if failed
+                                   else _outcome(record, Verdict.DISCARDED))
     return report
 
 
@@ -157,4 +163,4 @@ def _write(log: IO[str], line: str) -> None:
 
 
 def _outcome(record: FailureRecord, verdict: Verdict, reason: str | None = None) -> Discarded:
-    return Discarded(record.message_id, record.key, record.error, verdict, reason)
+    return Discarded(record.message_id, record.key, record.error, verdict, reason, record.copies)

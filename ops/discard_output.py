@@ -36,6 +36,7 @@ def document(stack: str, result: DiscardReport, log: Path | None) -> dict[str, A
                 "error": o.error,
                 "action": o.verdict.value,
                 "reason": o.reason,
+                "copies": list(o.copies),
             }
             for o in result.outcomes
         ],
@@ -45,7 +46,8 @@ def document(stack: str, result: DiscardReport, log: Path | None) -> dict[str, A
 def render(console: Console, result: DiscardReport, log: Path | None) -> None:
     for o in result.outcomes:
         reason = f" ({o.reason})" if o.reason else ""
-        console.print(f"{o.verdict.value:>14}  {o.key or o.message_id}  {o.error}{reason}", highlight=False)
+        copies = f" (+{len(o.copies)} record(s) of the same execution)" if o.copies else ""
+        console.print(f"{o.verdict.value:>14}  {o.key or o.message_id}  {o.error}{copies}{reason}", highlight=False)
     counts = ", ".join(f"{v.value} {result.count(v)}" for v in Verdict if result.count(v))
     prefix = "Dry run: nothing deleted. " if result.dry_run else ""
     console.print(f"{prefix}Read {result.read} messages; {counts or 'nothing selected'}.", highlight=False)

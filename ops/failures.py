@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import NotFound
-from ops.records import DEFAULT_KEY_FIELD, FailureRecord, Selection, UnrecognizedMessage, parse
+from ops.records import DEFAULT_KEY_FIELD, FailureRecord, Selection, UnrecognizedMessage, one_per_execution, parse
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -33,9 +33,11 @@ def list_failures(sqs: SQSClient, queue_url: str, selection: Selection | None = 
                   wait_seconds: int | None = None, batch_size: int = 10,
                   key_field: str = DEFAULT_KEY_FIELD) -> FailureListing:
     """Read up to `limit` messages, then make all of them visible again; unrecognized ones are always listed.
-    Each record's key is the original body's `key_field` (the stack's MessageKeyField)."""
+    Each record's key is the original body's `key_field` (the stack's MessageKeyField); the records of one execution
+    are listed as one, its `copies` naming the others (ops/records.py, one_per_execution)."""
     selection = selection or Selection()
     listing = FailureListing(queue_url, approximate_depth(sqs, queue_url), key_field)
+    found: list[FailureRecord] = []
     with HeldMessages(sqs, queue_url, visibility_timeout=visibility_timeout, wait_seconds=wait_seconds) as held:
         while held.read < limit:
             batch = held.receive(min(batch_size, limit - held.read))
@@ -45,10 +47,11 @@ def list_failures(sqs: SQSClient, queue_url: str, selection: Selection | None = 
                 parsed = parse(message, key_field)
                 if isinstance(parsed, UnrecognizedMessage):
                     listing.unrecognized.append(parsed)
-                elif selection.matches(parsed):
-                    listing.records.append(parsed)
+                else:
+                    found.append(parsed)
         listing.read = held.read
         listing.truncated = held.read >= limit and bool(held.receive(1))
+    listing.records = [record for record in one_per_execution(found) if selection.matches(record)]
     listing.records.sort(key=lambda r: (r.failed_at is None, r.failed_at))
     return listing
 
@@ -60,7 +63,7 @@ def find_failures(sqs: SQSClient, queue_url: str, key: str, *, limit: int = DEFA
     listing = list_failures(sqs, queue_url, limit=limit, visibility_timeout=visibility_timeout,
                             wait_seconds=wait_seconds, key_field=key_field)
     found = [r for r in listing.records
-             if key in (r.key, r.message_id, r.source_message_id, r.execution_arn)]
+             if key in (r.key, r.source_message_id, r.execution_arn, *r.message_ids)]
     if not found:
         raise NotFound(f"no failure record for {key!r} among the {listing.read} messages of the failure DLQ",
                        "`ff-ops failures list` shows what is there")

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Waiting:
     """A record's disposition (None: the stack publishes no policy), its automatic redrives so far, and, for a
-    record waiting for a retry, when the Redriver sends it back (None: it has no failure time, so at its next run)."""
+    record waiting for a retry, when the Redriver sends it back (None: it has no failure time, so at its next run);
+    `reason` says why the Redriver cannot resend a cannot-redrive record."""
 
     disposition: Disposition | None
     attempt: int
     max_attempts: int | None
     due_at: datetime | None
+    reason: str | None = None
 
     def parts(self, now: datetime) -> list[str]:
         """The disposition, then what it waits on: `["waiting-for-retry", "attempt 2 of 3", "due ..."]`; `["-"]`."""
@@ -43,6 +45,8 @@ class Waiting:
             return [self.disposition.value, f"attempt {self.attempt + 1} of {self.max_attempts}", due]
         if self.disposition is Disposition.EXHAUSTED:
             return [self.disposition.value, f"{self.attempt} of {self.max_attempts} automatic redrives"]
+        if self.disposition is Disposition.UNSENDABLE and self.reason:
+            return [self.disposition.value, self.reason]
         return [self.disposition.value]
 
     def short(self, now: datetime) -> list[str]:
@@ -56,6 +60,8 @@ class Waiting:
             return ["a person", f"{self.attempt}/{self.max_attempts} tried"]
         if self.disposition is Disposition.MANUAL_REPAIR:
             return ["a person", "repair"]
+        if self.disposition is Disposition.UNSENDABLE:
+            return ["a person", "resend by hand"]
         return ["a person"]
 
     def describe(self, now: datetime) -> str:
@@ -83,4 +89,4 @@ def waiting_for(record: FailureRecord, policy: HealingPolicy | None) -> Waiting:
     if policy is None:
         return Waiting(None, attempt_of(record.record), None, None)
     found = policy.classify(record)
-    return Waiting(found.disposition, found.attempt, policy.max_attempts, found.due_at)
+    return Waiting(found.disposition, found.attempt, policy.max_attempts, found.due_at, found.reason)

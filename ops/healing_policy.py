@@ -6,7 +6,8 @@ lists them: the construct reads them from the definition), or when the failure t
 failure DLQ or the alerts topic refusing), or when the execution timed out. Such a record goes back to the source
 queue by itself after a cool-off, at most `max_attempts` times. Never: a business error (any error the failed
 state does not retry), a record flagged for manual repair (a compensation failed), an aborted execution (a person
-stopped it on purpose).
+stopped it on purpose). A transient record the redrive cannot send back (its message would break an SQS limit once the
+redrive adds its two attributes) needs a person at once: `classify` reads that from the record itself.
 
 Imports nothing but the standard library: ff-ops imports it as `ops.healing_policy`, the
 functions as `ops.healing_policy`.
@@ -14,6 +15,7 @@ functions as `ops.healing_policy`.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -27,6 +29,10 @@ from typing import Any, Protocol
 ATTEMPT_ATTRIBUTE = "ffRedriveAttempt"  # automatic redrives so far, "1" after the first
 FIRST_MESSAGE_ATTRIBUTE = "ffFirstMessageId"  # the messageId the caller's message had before any redrive
 HEALING_ATTRIBUTES = (ATTEMPT_ATTRIBUTE, FIRST_MESSAGE_ATTRIBUTE)
+# SQS: "Each message can have up to 10 attributes", and "All components of a message attribute are included in the
+# 1 MiB message size restriction" (sqs-message-metadata.html; quotas-messages.html: "up to 10 metadata attributes").
+MAX_MESSAGE_ATTRIBUTES = 10
+SQS_MAX_MESSAGE_BYTES = 1_048_576  # any queue's largest MaximumMessageSize
 # The failure tail's task states: a failure there is the DLQ, the topic or the deliveries table refusing.
 TAIL_TASK_STATES = frozenset({"ClaimFailure", "HandleFailure", "NotifyFailure"})
 TIMEOUT_ERROR = "States.Timeout"
@@ -44,6 +50,8 @@ class Disposition(StrEnum):
     EXHAUSTED = "retries-exhausted"  # transient, but the automatic attempts are spent: a person looks at it
     MANUAL_REPAIR = "manual-repair"  # a compensation failed: repair the work by hand first
     NEEDS_DECISION = "needs-decision"  # a business error or an abort: fix the data or discard, a person decides
+    # transient, but the redrive cannot send its message back (SQS's attribute count or size): a person resends it
+    UNSENDABLE = "cannot-redrive"
 
     @property
     def needs_a_person(self) -> bool:
@@ -72,24 +80,32 @@ class FailedRecord(Protocol):
 @dataclass(frozen=True)
 class Classification:
     """A record's disposition, its automatic redrives so far, and, when it waits for a retry, when the Redriver
-    sends it back (None: it has no failure time, so at the Redriver's next run)."""
+    sends it back (None: it has no failure time, so at the Redriver's next run); `reason` says why a record the
+    redrive cannot resend is UNSENDABLE."""
 
     disposition: Disposition
     attempt: int
     due_at: datetime | None
+    reason: str | None = None
 
     def due(self, now: datetime) -> bool:
         return self.disposition is Disposition.RETRY and (self.due_at is None or self.due_at <= now)
 
+    def overdue(self, now: datetime, grace: timedelta) -> bool:
+        """Waiting for a retry although it was due more than `grace` (one Redriver period) before `now`."""
+        return self.disposition is Disposition.RETRY and self.due_at is not None and self.due_at + grace <= now
+
 
 @dataclass(frozen=True)
 class HealingPolicy:
-    """`transient_errors` maps each task state to the error names its Retry retries (States.ALL excluded)."""
+    """`transient_errors` maps each task state to the error names its Retry retries (States.ALL excluded);
+    `max_message_bytes` is the source queue's MaximumMessageSize, which a resent message must fit."""
 
     transient_errors: Mapping[str, frozenset[str]]
     max_attempts: int = 3
     cool_off_seconds: int = 300
     max_cool_off_seconds: int = 3600
+    max_message_bytes: int = SQS_MAX_MESSAGE_BYTES
 
     def is_transient(self, *, state: str | None, error: str | None, status: str = "FAILED") -> bool:
         if status == "ABORTED":
@@ -126,10 +142,37 @@ class HealingPolicy:
         attempt = attempt_of(failed.record)
         disposition = self.disposition(state=failed.failed_state, error=failed.error,
                                        manual_repair=failed.manual_repair, attempt=attempt, status=failed.status)
+        if disposition is Disposition.RETRY:
+            problem = self.resend_problem(failed.record, attempt)
+            if problem is not None:
+                return Classification(Disposition.UNSENDABLE, attempt, None, problem)
         due = None
         if disposition is Disposition.RETRY and failed.failed_at is not None:
             due = self.due_at(failed.failed_at, first_message_id(failed.record) or failed.message_id, attempt)
         return Classification(disposition, attempt, due)
+
+    def resend_problem(self, record: Mapping[str, Any], attempt: int) -> str | None:
+        """Why SQS would refuse the message the redrive sends back for `record` (the pipe's SQS record: its body and
+        attributes plus the redrive's two), or None when it fits: at most 10 attributes, and body plus every
+        attribute's name, data type and value within the source queue's MaximumMessageSize."""
+        attributes = record.get("messageAttributes")
+        original = attributes if isinstance(attributes, dict) else {}
+        first = first_message_id(record) or ""
+        resent: dict[str, tuple[str, bytes]] = {
+            name: (str(value.get("dataType") or ""), _value_bytes(value))
+            for name, value in original.items() if isinstance(value, dict)}
+        resent[ATTEMPT_ATTRIBUTE] = ("Number", str(attempt + 1).encode())
+        resent[FIRST_MESSAGE_ATTRIBUTE] = ("String", first.encode())
+        if len(resent) > MAX_MESSAGE_ATTRIBUTES:
+            return (f"the message has {len(original)} message attributes; with the redrive's {ATTEMPT_ATTRIBUTE} and "
+                    f"{FIRST_MESSAGE_ATTRIBUTE} it would have {len(resent)}, and SQS allows {MAX_MESSAGE_ATTRIBUTES}")
+        body = record.get("body")
+        size = len(body.encode()) if isinstance(body, str) else 0
+        size += sum(len(name.encode()) + len(kind.encode()) + len(value) for name, (kind, value) in resent.items())
+        if size > self.max_message_bytes:
+            return (f"resent with the redrive's attributes it would be {size} bytes (body and every attribute's name, "
+                    f"type and value), over the source queue's maximum of {self.max_message_bytes}")
+        return None
 
     def to_environment(self) -> dict[str, str]:
         return {
@@ -139,6 +182,7 @@ class HealingPolicy:
             "HEALING_MAX_ATTEMPTS": str(self.max_attempts),
             "HEALING_COOL_OFF_SECONDS": str(self.cool_off_seconds),
             "HEALING_MAX_COOL_OFF_SECONDS": str(self.max_cool_off_seconds),
+            "HEALING_MAX_MESSAGE_BYTES": str(self.max_message_bytes),
         }
 
     @classmethod
@@ -150,6 +194,8 @@ class HealingPolicy:
             max_attempts=int(env["HEALING_MAX_ATTEMPTS"]),
             cool_off_seconds=int(env["HEALING_COOL_OFF_SECONDS"]),
             max_cool_off_seconds=int(env["HEALING_MAX_COOL_OFF_SECONDS"]),
+            # A stack deployed before the size check published no maximum: SQS's own bounds every queue.
+            max_message_bytes=int(env.get("HEALING_MAX_MESSAGE_BYTES", SQS_MAX_MESSAGE_BYTES)),
         )
 
 
@@ -169,6 +215,18 @@ def first_message_id(record: Any) -> str | None:
         return value
     own = record.get("messageId") if isinstance(record, dict) else None
     return own if isinstance(own, str) else None
+
+
+def _value_bytes(value: Mapping[str, Any]) -> bytes:
+    """An attribute's value as SQS counts it, from the pipe's shape: a Binary's decoded bytes, a string's UTF-8."""
+    if str(value.get("dataType") or "").startswith("Binary"):
+        binary = value.get("binaryValue")
+        try:
+            return base64.b64decode(binary) if isinstance(binary, str) else b""
+        except ValueError:
+            return str(binary).encode()  # not base64: count what is there
+    text = value.get("stringValue")
+    return text.encode() if isinstance(text, str) else b""
 
 
 def _attribute(record: Any, name: str) -> str | None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,13 @@ class FailureRecord:
     # ABORTED or FAILED, and `reconciliation` holds how it was reconciled (None for the tail's own records).
     status: str = "FAILED"
     reconciliation: dict[str, Any] | None = None
+    # The DLQ message ids of the other records of the same execution this one stands for (one_per_execution).
+    copies: tuple[str, ...] = ()
+
+    @property
+    def message_ids(self) -> tuple[str, ...]:
+        """This record's DLQ message id, then its copies'."""
+        return (self.message_id, *self.copies)
 
     def send_attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
         """The original message attributes in SendMessage's shape (the record holds them in the event shape);
@@ -91,6 +99,26 @@ def parse(message: MessageTypeDef, key_field: str = DEFAULT_KEY_FIELD) -> Failur
         status=_str((reconciliation or {}).get("status")) or "FAILED",
         reconciliation=reconciliation,
     )
+
+
+def one_per_execution(records: Iterable[FailureRecord]) -> list[FailureRecord]:
+    """The records of one execution (same executionArn) as one, in the order their first was met.
+
+    SQS standard queues do not deduplicate, and two windows write a second record for one execution: the Reconciler
+    crashing between its SendMessage and marking the row RECORDED, and an execution aborted while HandleFailure's
+    SendMessage was in flight (docs/design.md, "Two records for one execution"). The one kept is the Reconciler's
+    when there is one (it knows how the execution ended), else the lowest DLQ message id, so that every reader
+    and every run picks the same; the others are its `copies`. A record without an executionArn stands alone.
+    """
+    groups: dict[str, list[FailureRecord]] = {}
+    for record in records:
+        groups.setdefault(record.execution_arn or f"message:{record.message_id}", []).append(record)
+    kept = []
+    for members in groups.values():
+        one = min(members, key=lambda r: (r.reconciliation is None, r.message_id))
+        copies = tuple(sorted(m.message_id for m in members if m is not one))
+        kept.append(replace(one, copies=copies) if copies else one)
+    return kept
 
 
 def _problem(document: Any) -> str | None:

@@ -1,10 +1,12 @@
 """`failures redrive`: failed messages back to the source queue, each deleted from the DLQ only once it was sent.
 
-Per message: SendMessage to the source queue (original body and attributes), then DeleteMessage from the failure
-DLQ with the latest receipt handle. An interruption before the send leaves the message in the DLQ; between the
-send and the delete it leaves it in both places: a duplicate, which the idempotent handlers absorb (a redriven
-message gets a new SQS messageId, a new workflow attempt, and the domain guards find the work already done). Nothing
-is ever lost. Messages read but not redriven are made visible again (ops/dlq.py).
+The whole DLQ is read first (held, ops/dlq.py), so that the records of one execution are redriven as one
+(ops/records.py, one_per_execution). Per execution: SendMessage to the source queue (original body and attributes),
+then DeleteMessage from the failure DLQ with the latest receipt handle, of the record and then of each of its copies.
+An interruption before the send leaves the records in the DLQ; between the send and the deletes it leaves them in
+both places: a duplicate, which the idempotent handlers absorb (a redriven message gets a new SQS messageId, a new
+workflow attempt, and the domain guards find the work already done). Nothing is ever lost. Messages read but not
+redriven are made visible again (ops/dlq.py).
 
 The automatic redrive (lambdas/healing/auto_redrive.py) runs this same code inside the Redriver function: it
 chooses the due records with `RedriveRequest.choose` and adds the attempt count with `RedriveRequest.extra_attributes`.
@@ -23,7 +25,16 @@ from botocore.exceptions import ClientError
 
 from ops.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from ops.errors import ACCESS_CODES, THROTTLING_CODES, error_code
-from ops.records import DEFAULT_KEY_FIELD, FailureRecord, Selection, UnrecognizedMessage, UnsendableAttribute, parse
+from ops.healing_policy import MAX_MESSAGE_ATTRIBUTES
+from ops.records import (
+    DEFAULT_KEY_FIELD,
+    FailureRecord,
+    Selection,
+    UnrecognizedMessage,
+    UnsendableAttribute,
+    one_per_execution,
+    parse,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -39,6 +50,7 @@ class Action(StrEnum):
     UNRECOGNIZED = "unrecognized"  # not a failure record: left in the DLQ
     SEND_FAILED = "send-failed"  # the source queue refused it: left in the DLQ
     SENT_NOT_DELETED = "sent-not-deleted"  # sent, but the delete failed: in both queues (a duplicate, absorbed)
+    COPY_DELETED = "copy-deleted"  # another record of an execution just redriven: deleted once the one was sent
 
 
 LEFT_BEHIND = {Action.REFUSED_MANUAL_REPAIR, Action.UNRECOGNIZED, Action.SEND_FAILED, Action.SENT_NOT_DELETED}
@@ -78,7 +90,7 @@ class RedriveRequest:
     force: bool = False
     visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT
     wait_seconds: int | None = None
-    batch_size: int = 10  # messages per receive (SQS's maximum); each batch is sent and deleted before the next
+    batch_size: int = 10  # messages per receive (SQS's maximum)
     key_field: str = DEFAULT_KEY_FIELD  # the body field --key selects by (the stack's MessageKeyField)
     # The automatic path: which selected records to redrive now (the others are left untouched, unreported), and
     # the attributes to add to the message sent back (the attempt count).
@@ -88,49 +100,67 @@ class RedriveRequest:
 
 def redrive_failures(sqs: SQSClient, dlq_url: str, source_url: str, request: RedriveRequest,
                      progress: Callable[[Outcome], None] | None = None) -> RedriveReport:
-    """Redrive the selected records batch by batch; returns what became of each."""
+    """Read the DLQ, then redrive the selected records, one execution at a time; returns what became of each."""
     report = RedriveReport(dry_run=request.dry_run, key_field=request.key_field)
     quota = request.max_messages
     with HeldMessages(sqs, dlq_url, visibility_timeout=request.visibility_timeout,
                       wait_seconds=request.wait_seconds) as held:
-        while quota is None or quota > 0:
-            batch = held.receive(request.batch_size)
-            if not batch:
-                break
+        foreign: list[UnrecognizedMessage] = []
+        records: list[FailureRecord] = []
+        while batch := held.receive(request.batch_size):
             for message in batch:
-                if quota is not None and quota <= 0:
-                    break  # stays held, then released: untouched
-                outcome = _handle(sqs, held, parse(message, request.key_field), source_url, request)
-                if outcome is None:
-                    continue
-                report.outcomes.append(outcome)
+                parsed = parse(message, request.key_field)
+                if isinstance(parsed, UnrecognizedMessage):
+                    foreign.append(parsed)
+                else:
+                    records.append(parsed)
+        report.read = held.read
+        items: list[FailureRecord | UnrecognizedMessage] = [*foreign, *one_per_execution(records)]
+        for item in items:
+            if quota is not None and quota <= 0:
+                break  # the rest stays held, then released: untouched
+            outcomes = _handle(sqs, held, item, source_url, request)
+            report.outcomes.extend(outcomes)
+            for outcome in outcomes:
                 if progress is not None:
                     progress(outcome)
-                if quota is not None and outcome.action in (Action.REDRIVEN, Action.WOULD_REDRIVE):
-                    quota -= 1
-        report.read = held.read
+            if quota is not None and outcomes and outcomes[0].action in (Action.REDRIVEN, Action.WOULD_REDRIVE):
+                quota -= 1
     return report
 
 
 def _handle(sqs: SQSClient, held: HeldMessages, parsed: FailureRecord | UnrecognizedMessage, source_url: str,
-            request: RedriveRequest) -> Outcome | None:
+            request: RedriveRequest) -> list[Outcome]:
     if isinstance(parsed, UnrecognizedMessage):
         # Only reported when everything was asked for: a filter cannot say whether a foreign message matches.
         if not request.selection.is_everything:
-            return None
-        return Outcome(parsed.message_id, None, None, Action.UNRECOGNIZED, reason=parsed.reason)
+            return []
+        return [Outcome(parsed.message_id, None, None, Action.UNRECOGNIZED, reason=parsed.reason)]
     if not request.selection.matches(parsed) or (request.choose is not None and not request.choose(parsed)):
-        return None
+        return []
     if parsed.manual_repair and not request.force:
-        return _outcome(parsed, Action.REFUSED_MANUAL_REPAIR,
-                        reason="a compensation failed: repair the work by hand, then redrive with --force")
+        return [_outcome(parsed, Action.REFUSED_MANUAL_REPAIR,
+                         reason="a compensation failed: repair the work by hand, then redrive with --force")]
     if request.dry_run:
-        return _outcome(parsed, Action.WOULD_REDRIVE)
-    return _send_then_delete(sqs, held, parsed, source_url, request)
+        more = f"with {len(parsed.copies)} more record(s) of its execution" if parsed.copies else None
+        return [_outcome(parsed, Action.WOULD_REDRIVE, reason=more)]
+    sent = _send_then_delete(sqs, held, parsed, source_url, request)
+    if sent.action not in (Action.REDRIVEN, Action.SENT_NOT_DELETED):
+        return [sent]
+    return [sent, *(_delete_copy(sqs, held, parsed, copy, sent.new_message_id) for copy in parsed.copies)]
 
 
-# SQS: "Each message can have up to 10 metadata attributes" (sqs-message-metadata.html).
-MAX_MESSAGE_ATTRIBUTES = 10
+def _delete_copy(sqs: SQSClient, held: HeldMessages, record: FailureRecord, copy: str,
+                 new_id: str | None) -> Outcome:
+    """Another record of the execution just sent back: deleted now, never before that send took effect."""
+    try:
+        sqs.delete_message(QueueUrl=held.queue_url, ReceiptHandle=held.receipt(copy))
+    except ClientError as error:
+        return Outcome(copy, record.key, record.error, Action.SENT_NOT_DELETED, new_id,
+                       reason=f"a second record of {record.execution_arn}: {error_code(error)}: {error}")
+    held.forget(copy)
+    return Outcome(copy, record.key, record.error, Action.COPY_DELETED, new_id,
+                   reason=f"a second record of {record.execution_arn}, sent back as {record.message_id}")
 
 
 def _send_then_delete(sqs: SQSClient, held: HeldMessages, record: FailureRecord, source_url: str,

@@ -56,6 +56,10 @@ def failures_list(console: Console, listing: FailureListing, waiting: list[Waiti
     console.print(table)
     if listing.truncated:
         console.print("[yellow]More messages than --limit: raise --limit to read them all.[/]")
+    for r in listing.records:
+        if r.copies:  # SQS standard queues do not deduplicate: one execution may have left two records
+            console.print(f"{r.key or r.message_id}: {1 + len(r.copies)} records of one execution, shown once "
+                          f"(redrive and discard act on all of them): {', '.join(r.message_ids)}")
     for m in listing.unrecognized:
         console.print(f"[yellow]Not a failure record[/] {m.message_id}: {m.reason}. Left in the queue untouched.")
     console.print("Every message read was made visible again.")
@@ -76,6 +80,8 @@ def failure_detail(console: Console, record: FailureRecord, key_field: str, wait
     ]
     if record.reconciliation is not None:  # the Reconciler wrote it: how the execution ended, what it undid
         rows.append(("reconciliation", readable(record.reconciliation)))
+    if record.copies:
+        rows.append(("same execution", f"{len(record.copies)} more record(s), one failure: {', '.join(record.copies)}"))
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)

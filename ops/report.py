@@ -45,7 +45,9 @@ def failure(record: FailureRecord, policy: HealingPolicy | None = None) -> Json:
         "disposition": waiting.disposition.value if waiting.disposition is not None else None,
         "attempt": waiting.attempt,
         "dueAt": json_time(waiting.due_at),
+        "notRedrivable": waiting.reason,  # why the automatic redrive cannot resend it (disposition cannot-redrive)
         "reconciliation": record.reconciliation,
+        "copies": list(record.copies),  # DLQ message ids of further records of the same execution
     }
 
 
@@ -90,6 +92,7 @@ _ACTION_KEYS = {
     Action.UNRECOGNIZED: "unrecognized",
     Action.SEND_FAILED: "sendFailed",
     Action.SENT_NOT_DELETED: "sentNotDeleted",
+    Action.COPY_DELETED: "copyDeleted",
 }
 
 

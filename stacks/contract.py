@@ -7,6 +7,8 @@ from __future__ import annotations
 # decides, of the same work) owns it and alone decides its fate.
 DUPLICATE_ENDS = frozenset({"DuplicateDeliveryIgnored", "DuplicateFailureIgnored"})
 
-# The error of the Fail state the failure tail ends in, after HandleFailure recorded the message in the failure DLQ
-# and NotifyFailure announced it. The failure rule ignores executions that fail with it: they were announced.
+# The error of the two Fail states the failure tail ends in once HandleFailure recorded the message in the failure
+# DLQ: FailureRecorded after NotifyFailure announced it, FailureRecordedForRetry when AnnounceUnlessRetried left it to
+# the automatic redrive (each says which in its Cause). The failure rule ignores executions that fail with it: their
+# failure is recorded, and announced by whoever records its final state.
 HANDLED_FAILURE_ERROR = "FailureRecorded"

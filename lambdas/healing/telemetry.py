@@ -13,8 +13,10 @@ RECONCILED = "ExecutionsReconciled"  # compensated and recorded by the reconcile
 RECONCILED_MANUAL_REPAIR = "ReconciledNeedingManualRepair"  # ... of which a compensation failed
 AUTO_REDRIVEN = "FailuresAutoRedriven"  # sent back to the source queue by the redriver
 WAITING_FOR_RETRY = "FailuresWaitingForRetry"  # gauge: transient records with attempts left
-NEEDING_A_PERSON = "FailuresNeedingAPerson"  # gauge: business errors, manual repairs, aborts, exhausted retries
+# gauge: business errors, manual repairs, aborts, exhausted retries, records the redrive cannot resend
+NEEDING_A_PERSON = "FailuresNeedingAPerson"
 RETRIES_EXHAUSTED = "FailuresRetriesExhausted"  # gauge: transient records whose automatic attempts are spent
+OVERDUE = "FailuresOverdue"  # gauge: waiting past due time plus one Redriver period, still in the failure DLQ
 
 
 def count(metric: str, value: float = 1) -> None:

@@ -64,6 +64,8 @@ class HealedResources:
     # each Lambda task state -> its function's timeout in seconds: how long an invocation it started may still run
     # after its execution stopped (the Reconciler compensates a timed-out or aborted execution only after that)
     task_timeouts: Mapping[str, int]
+    # the source queue's MaximumMessageSize: a message the redrive cannot resend within it waits for a person
+    source_max_message_bytes: int
 
 
 def failure_events_queue(scope: Construct, *, key: kms.IKey, config: PipelineSettings) -> tuple[sqs.Queue, sqs.Queue]:
@@ -99,6 +101,7 @@ class Healing(Construct):
             max_attempts=healing.max_attempts,
             cool_off_seconds=healing.cool_off_minutes * 60,
             max_cool_off_seconds=healing.max_cool_off_minutes * 60,
+            max_message_bytes=r.source_max_message_bytes,
         )
         self.service = f"{r.pipeline_name}{HEALING_SERVICE_SUFFIX}"
         self.redrive_every_minutes = healing.redrive_every_minutes
@@ -141,10 +144,22 @@ class Healing(Construct):
                 "FAILURE_DLQ_URL": r.failure_dlq.queue_url,
                 "SOURCE_QUEUE_URL": r.source_queue.queue_url,
                 "MESSAGE_KEY_FIELD": r.message_key,
+                "REDRIVE_PERIOD_SECONDS": str(healing.redrive_every_minutes * 60),
+                # It announces what it cannot resend, once (lambdas/healing/announcements.py: a marker row).
+                "PIPELINE_NAME": r.pipeline_name,
+                "ENVIRONMENT_NAME": settings.environment_name,
+                "WORKFLOW_TITLE": r.title,
+                "ALERTS_TOPIC_ARN": r.alerts_topic.topic_arn,
+                "DELIVERIES_TABLE_NAME": r.deliveries_table.table_name,
+                "DELIVERY_CLAIM_TTL_SECONDS": str(settings.idempotency_expiry_seconds),
             },
         )
         r.failure_dlq.grant_consume_messages(self.redriver)
         r.source_queue.grant_send_messages(self.redriver)
+        # The marker row's conditional update, and the announcement; the table and the topic are under the key.
+        r.deliveries_table.grant(self.redriver, "dynamodb:UpdateItem")
+        r.alerts_topic.grant_publish(self.redriver)
+        r.key.grant(self.redriver, "kms:Decrypt", "kms:GenerateDataKey")
         self.sweep = self._schedule(
             "Sweep", self.reconciler, healing.sweep_every_minutes,
             {"sweep": {"time": scheduler.ContextAttribute.scheduled_time}},

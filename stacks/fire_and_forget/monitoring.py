@@ -150,8 +150,15 @@ class Monitoring(Construct):
         reported = Duration.minutes(2 * h.redrive_every_minutes)
         self._alarm("FailuresNeedAPerson", r.healing_metric("FailuresNeedingAPerson", reported, cw.Stats.MAXIMUM), 1,
                     "Failed messages in the failure DLQ that no automatic retry will heal (business errors, manual "
-                    "repairs, aborted executions, transient failures whose automatic attempts are spent), or the "
-                    "Redriver has not reported for two of its periods.", missing=cw.TreatMissingData.BREACHING)
+                    "repairs, aborted executions, transient failures whose automatic attempts are spent, messages "
+                    "the redrive cannot resend), or the Redriver has not reported for two of its periods.",
+                    missing=cw.TreatMissingData.BREACHING)
+        # A record the Redriver should have sent back and did not (the source queue refusing it, its delete failing),
+        # whatever the reason; no report at all is the Redriver stopping, which leaves every waiting record overdue.
+        self._alarm("FailuresOverdue", r.healing_metric("FailuresOverdue", reported, cw.Stats.MAXIMUM), 1,
+                    "Failure records waiting for an automatic retry more than one Redriver period past their due "
+                    "time are still in the failure DLQ, or the Redriver has not reported for two of its periods.",
+                    missing=cw.TreatMissingData.BREACHING)
         self._alarm("ReconcilerDlqNotEmpty", queue_depth(h.reconciler_dlq, period, "ReconcilerDlq"), 1,
                     "The Reconciler could not finish some executions after every retry: they are not compensated "
                     "or recorded yet (the sweep keeps trying them while they are in its lookback).")

@@ -87,9 +87,10 @@ def _healing(r: MonitoredResources) -> list[cw.IWidget]:
         cw.GraphWidget(title="Healed automatically per hour (reconciled, redriven)", width=THIRD, period=hour,
                        left=[r.healing_metric(name, hour)
                              for name in ("ExecutionsReconciled", "FailuresAutoRedriven")]),
-        cw.GraphWidget(title="Failure DLQ: waiting for a retry / needing a person", width=THIRD, period=five,
+        cw.GraphWidget(title="Failure DLQ: waiting for a retry / overdue / needing a person", width=THIRD,
+                       period=five,
                        left=[r.healing_metric(name, five, cw.Stats.MAXIMUM)
-                             for name in ("FailuresWaitingForRetry", "FailuresNeedingAPerson",
+                             for name in ("FailuresWaitingForRetry", "FailuresOverdue", "FailuresNeedingAPerson",
                                           "FailuresRetriesExhausted")]),
         cw.GraphWidget(title="Reconciled needing manual repair per hour", width=THIRD, period=hour,
                        left=[r.healing_metric("ReconciledNeedingManualRepair", hour)]),

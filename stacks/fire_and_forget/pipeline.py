@@ -153,6 +153,7 @@ class FireAndForgetPipeline(Construct):
                                     for step, state in workflow.ordered_undo(machine.definition)),
                 transient_errors=retried_errors(machine.definition),
                 task_timeouts={state: _timeout_seconds(function) for state, function in workflow.functions.items()},
+                source_max_message_bytes=source.max_message_size_bytes,
             ),
         )
         SlackNotifications(self, "Notifications", config=settings, topic=self.alerts_topic)

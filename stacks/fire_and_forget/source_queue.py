@@ -20,6 +20,7 @@ class SourceQueue(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, config: PipelineSettings) -> None:
         super().__init__(scope, construct_id)
+        self.max_message_size_bytes = MAX_MESSAGE_SIZE_BYTES
         self.dead_letter_queue = dead_letter_queue(self, "SourceDlq", key=key, config=config)
         self.queue = encrypted_queue(
             self,
@@ -27,7 +28,7 @@ class SourceQueue(Construct):
             key=key,
             config=config,
             visibility_timeout=VISIBILITY_TIMEOUT,
-            max_message_size_bytes=MAX_MESSAGE_SIZE_BYTES,
+            max_message_size_bytes=self.max_message_size_bytes,
             retention_period=Duration.days(SOURCE_QUEUE_RETENTION_DAYS),
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letter_queue, max_receive_count=config.max_receive_count

@@ -49,6 +49,9 @@ MAX_TITLE = 40
 # Between HandleFailure and the announcement: a failure the automatic redrive will retry is recorded, not announced
 # (it is announced when it fails for good); every other failure is announced at once.
 ANNOUNCE_OR_WAIT = "AnnounceUnlessRetried"
+# Where the Choice ends a failure it does not announce: a Fail state with the same Error as FailureRecorded and its
+# own Cause (failure_tail.asl.json), dropped when the Choice is not there (Step Functions refuses an unreachable state).
+WAITING_END = "FailureRecordedForRetry"
 # What a compensation state sends its function: the reconciler sends the same when it compensates from a history.
 COMPENSATION_PAYLOAD = {"record.$": "$$.Execution.Input[0]", "executionArn.$": "$$.Execution.Id"}
 # The longest environment name PipelineSettings accepts (its pattern), for the alert subject bound.
@@ -196,15 +199,17 @@ def full_definition(definition: dict[str, Any], max_automatic_attempts: int = 0)
     """The workflow's states followed by the failure tail's.
 
     With automatic redrives (`max_automatic_attempts` > 0), HandleFailure goes to AnnounceUnlessRetried, a Choice
-    that ends a failure the redriver will retry without announcing it; the condition is the HealingPolicy's
-    (ops/healing_policy.py) written in ASL, and tests/pipeline/test_healing_policy_asl.py checks
-    that the two agree.
+    that ends a failure the redriver will retry in FailureRecordedForRetry, without announcing it; the condition is
+    the HealingPolicy's (ops/healing_policy.py) written in ASL, and tests/pipeline/test_healing_policy.py checks
+    that the two agree. Without them, every failure is announced and FailureRecordedForRetry is left out.
     """
     merged = dict(definition)
     tail = failure_tail()
     if max_automatic_attempts > 0:
         tail["HandleFailure"]["Next"] = ANNOUNCE_OR_WAIT
         tail[ANNOUNCE_OR_WAIT] = announce_or_wait(retried_errors(definition), max_automatic_attempts)
+    else:
+        del tail[WAITING_END]
     merged["States"] = {**definition["States"], **tail}
     return merged
 
@@ -230,7 +235,7 @@ def announce_or_wait(retried: Mapping[str, frozenset[str]], max_attempts: int) -
                 _any(transient),
                 _any(attempts_left),
             ],
-            "Next": "FailureRecorded",
+            "Next": WAITING_END,
         }],
         "Default": "FormatFailureAlert",
     }

@@ -208,7 +208,7 @@ def test_a_dynamodb_outage_longer_than_the_retries_heals_by_the_automatic_redriv
     aws.faults.add(Fault("SearchIndexTable", FaultKind.UNAVAILABLE, times=CALLS_PER_ATTEMPT * INDEX_PRODUCT_ATTEMPTS))
     message_id = aws.send(product("sku-7", 1))
     (execution,) = aws.run()
-    assert execution.states[-1] == "FailureRecorded" and aws.notifications() == []
+    assert execution.states[-1] == "FailureRecordedForRetry" and aws.notifications() == []
 
     # When the clock passes the cool-off, the Redriver sends the record back to the source queue
     assert advance_past_retries(aws) > 0

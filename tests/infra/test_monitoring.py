@@ -74,7 +74,7 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
 FUNCTION_ALARMS = {f"{task}{kind}" for task in FUNCTIONS for kind in ("UnexpectedErrors", "Throttles")}
 # Alarms that stay on the dashboard without notifying while the automatic redrive is on.
 SILENT_WITH_HEALING = ("FailureDlqNotEmpty",)
-EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate", "FailuresNeedAPerson"}
+EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate", "FailuresNeedAPerson", "FailuresOverdue"}
 
 
 @pytest.fixture(scope="module")
@@ -148,14 +148,18 @@ def test_failure_rate_is_failed_over_started_guarded_by_a_minimum(template: dict
     assert props["AlarmActions"] == [{"Ref": topic_id}]
 
 
-def test_failures_needing_a_person_alarm_on_the_redriver_s_gauge(template: dict[str, Any], topic_id: str) -> None:
-    """The Redriver publishes, each run, how many failure-DLQ records no automatic retry will heal (a gauge): the
-    alarm fires on the maximum, so one record left for a person alarms until it is dealt with; over two Redriver
-    periods, and missing data breaches: a Redriver that stopped reporting needs a person too."""
-    _, props = alarm(template, "FailuresNeedAPerson")
+@pytest.mark.parametrize(("alarm_id", "gauge"), [("FailuresNeedAPerson", "FailuresNeedingAPerson"),
+                                                 ("FailuresOverdue", "FailuresOverdue")])
+def test_the_redriver_s_gauges_alarm_and_its_silence_breaches(template: dict[str, Any], topic_id: str,
+                                                               alarm_id: str, gauge: str) -> None:
+    """The Redriver publishes, each run, how many failure-DLQ records no automatic retry will heal, and how many wait
+    past their due time (gauges): each alarm fires on the maximum, so one such record alarms until it is dealt with;
+    over two Redriver periods, and missing data breaches: a Redriver that stopped reporting needs a person too, and
+    leaves every waiting record overdue."""
+    _, props = alarm(template, alarm_id)
     (metric_stat,) = metric_stats(props).values()
     assert metric_stat["Metric"]["Namespace"] == "FireAndForget"
-    assert metric_stat["Metric"]["MetricName"] == "FailuresNeedingAPerson"
+    assert metric_stat["Metric"]["MetricName"] == gauge
     assert dimensions(metric_stat) == {"service": HEALING_SERVICE}
     assert (metric_stat["Stat"], metric_stat["Period"]) == ("Maximum", 600)
     assert (props["Threshold"], props["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")

@@ -166,7 +166,7 @@ def test_handle_failure_saves_then_announces_unless_retried_then_fails(states: d
     choice = states[handle["Next"]]
     assert (handle["Next"], choice["Type"]) == ("AnnounceUnlessRetried", "Choice")
     (wait,) = choice["Choices"]
-    assert wait["Next"] == "FailureRecorded"
+    assert wait["Next"] == "FailureRecordedForRetry"
     assert {"Variable": "$.manualRepair", "BooleanEquals": False} in wait["And"]
     alert = states[choice["Default"]]  # FormatFailureAlert builds the per-channel message
     assert choice["Default"] == "FormatFailureAlert"
@@ -176,6 +176,11 @@ def test_handle_failure_saves_then_announces_unless_retried_then_fails(states: d
     assert notify["Retry"][0]["MaxAttempts"] >= 3
     end = states[notify["Next"]]
     assert end == {**end, "Type": "Fail", "Error": "FailureRecorded"}
+    # Each ending says what happened: announced, or left to the automatic retry; the rule's error name is both's.
+    quiet = states[wait["Next"]]
+    assert quiet == {**quiet, "Type": "Fail", "Error": "FailureRecorded"}
+    assert "was announced on the alerts topic" in end["Cause"]
+    assert "was not announced" in quiet["Cause"] and "was announced" not in quiet["Cause"]
     subs = machine["DefinitionSubstitutions"]
     assert ref_or_att(subs["FailureDlqUrl"]) is not None and ref_or_att(subs["AlertsTopicArn"]) is not None
 
@@ -184,7 +189,8 @@ def test_handle_failure_fails_in_place_so_redrive_resumes_it(states: dict[str, A
     # No Catch: when the failure DLQ or SNS still refuses after the retries, the execution fails in that very
     # state (an error other than FailureRecorded, so the rule announces it) and RedriveExecution resumes there.
     assert "Catch" not in states["HandleFailure"] and "Catch" not in states["NotifyFailure"]
-    assert [name for name, state in states.items() if state["Type"] == "Fail"] == ["FailureRecorded"]
+    fails = {name: state["Error"] for name, state in states.items() if state["Type"] == "Fail"}
+    assert fails == {"FailureRecorded": "FailureRecorded", "FailureRecordedForRetry": "FailureRecorded"}
 
 
 def test_config_sets_retry_numbers_and_timeouts() -> None:

@@ -58,7 +58,7 @@ def test_a_filtered_redrive_ignores_foreign_messages(aws: Rehearsal, cli: CliRun
 
     assert code == 0 and summary["summary"] == {
         "redriven": 1, "wouldRedrive": 0, "refusedManualRepair": 0, "unrecognized": 0, "sendFailed": 0,
-        "sentNotDeleted": 0}
+        "sentNotDeleted": 0, "copyDeleted": 0}
     assert depth(aws, "FailureDlqUrl") == (3, 0)
 
 

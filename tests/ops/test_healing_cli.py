@@ -147,7 +147,8 @@ def test_status_splits_the_failure_dlq_and_counts_what_healed_by_itself(aws: Reh
     dlq = status["healing"]["failureDlq"]
     assert code == 0 and human.exit_code == 0
     assert (dlq["read"], dlq["waitingForRetry"], dlq["needingAPerson"]) == (5, 1, 4)
-    assert dlq["byDisposition"] == {"retries-exhausted": 1, "manual-repair": 1, "needs-decision": 2}
+    assert dlq["byDisposition"] == {"retries-exhausted": 1, "manual-repair": 1, "needs-decision": 2,
+                                    "cannot-redrive": 0}
     assert dlq["nextDueAt"] is not None and dlq["truncated"] is False
     after = _healing_counts(aws, cli)
     assert (after["reconciled"] - before["reconciled"], after["redriven"] - before["redriven"]) == (2, 3)

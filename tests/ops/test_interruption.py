@@ -1,8 +1,8 @@
 """An interrupted `failures redrive` loses nothing: at worst a message is in both queues, and the handlers absorb it.
 
 The interruption is injected at the SQS client's edge (botocore's before-call event), exactly where a Ctrl-C, a
-crash or a lost connection would strike: after a SendMessage succeeded and before its DeleteMessage, and between
-two receive batches.
+crash or a lost connection would strike: after a SendMessage succeeded and before its DeleteMessage, while the
+DLQ is read, and between two sends.
 """
 
 from __future__ import annotations
@@ -75,18 +75,28 @@ def test_interrupted_between_send_and_delete_duplicates_and_the_duplicate_is_abs
     assert_each_order_done_once(aws, order_ids)
 
 
-def test_interrupted_between_batches_keeps_the_rest_in_the_dlq(aws: Rehearsal) -> None:
-    # Given five failed orders, redriven in receive batches of two (batches of ten work alike, with more orders)
+def test_interrupted_while_reading_or_between_two_sends_keeps_the_rest_in_the_dlq(aws: Rehearsal) -> None:
+    # Given five failed orders, read in receive batches of two (batches of ten work alike, with more orders)
     order_ids = failed_orders(aws, 5)
     restock(aws)
     sqs = boto3.client("sqs", region_name=aws.region)
     interrupt_on(sqs, "ReceiveMessage", call=2)
 
-    # When the redrive is interrupted after the first batch, before the next receive
+    # When the redrive is interrupted while it reads the DLQ (it reads it all before it sends: the records of one
+    # execution go back as one)
     with pytest.raises(Interrupted):
         redrive_all(aws, sqs, batch_size=2)
 
-    # Then the first batch moved completely and the rest waits, visible, in the DLQ
+    # Then nothing moved, and every message is visible in the DLQ again
+    assert queued_orders(aws, "SourceQueueUrl") == {} and depth(aws, "FailureDlqUrl") == (5, 0)
+
+    # When it is interrupted again, before its third send
+    sqs = boto3.client("sqs", region_name=aws.region)
+    interrupt_on(sqs, "SendMessage", call=3)
+    with pytest.raises(Interrupted):
+        redrive_all(aws, sqs, batch_size=2)
+
+    # Then the first two moved completely and the rest waits, visible, in the DLQ
     moved, waiting = queued_orders(aws, "SourceQueueUrl"), queued_orders(aws, "FailureDlqUrl")
     assert (sum(moved.values()), sum(waiting.values())) == (2, 3)
     assert set(moved) | set(waiting) == set(order_ids) and not set(moved) & set(waiting)

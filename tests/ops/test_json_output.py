@@ -11,11 +11,12 @@ from offline.rehearsal import Rehearsal
 from tests.ops.helpers import failed_orders, ff_ops
 
 FAILURE = {"messageId", "sourceMessageId", "key", "error", "cause", "failedState", "failedAt", "manualRepair",
-           "executionArn", "disposition", "attempt", "dueAt", "reconciliation"}
+           "executionArn", "disposition", "attempt", "dueAt", "notRedrivable", "reconciliation", "copies"}
 FAILURE_DETAIL = FAILURE | {"compensation", "stateMachineArn", "body", "messageAttributes", "record"}
 UNRECOGNIZED = {"messageId", "reason", "bodyPreview"}
 REDRIVE_ITEM = {"messageId", "key", "error", "action", "newMessageId", "reason"}
-REDRIVE_SUMMARY = {"redriven", "wouldRedrive", "refusedManualRepair", "unrecognized", "sendFailed", "sentNotDeleted"}
+REDRIVE_SUMMARY = {"redriven", "wouldRedrive", "refusedManualRepair", "unrecognized", "sendFailed", "sentNotDeleted",
+                   "copyDeleted"}
 QUEUE = {"outputKey", "label", "url", "visible", "inFlight", "delayed", "oldestAgeSeconds"}
 EXECUTION = {"executionArn", "name", "status", "startDate", "stopDate"}
 
@@ -72,7 +73,7 @@ def test_status_document(aws: Rehearsal, cli: CliRunner) -> None:
     assert set(status["healing"]["failureDlq"]) == {"read", "truncated", "unrecognized", "waitingForRetry",
                                                     "nextDueAt", "needingAPerson", "byDisposition"}
     assert set(status["healing"]["failureDlq"]["byDisposition"]) == {"retries-exhausted", "manual-repair",
-                                                                     "needs-decision"}
+                                                                     "needs-decision", "cannot-redrive"}
     assert set(status["healing"]["healedAutomatically"]) == {"windowHours", "service", "executionsReconciled",
                                                              "failuresAutoRedriven"}
 

@@ -17,6 +17,8 @@ RECONCILER = "PipelineHealingReconcilerFunction"
 REDRIVER = "PipelineHealingRedriverFunction"
 # The Reconciler claims the message's row with a conditional update and reads it back: nothing else on the table.
 RECONCILER_TABLE_CALLS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
+# The Redriver takes the marker row of an announcement with a conditional update, and moves it on (announcements.py).
+REDRIVER_TABLE_CALLS = ("dynamodb:UpdateItem",)
 # What Lambda's poller calls with the function's role (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html).
 MAPPING_CALLS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 _GET_ATT_ARN = re.compile(r'\{"Fn::GetAtt": \["(\w+)", "Arn"\]\}')
@@ -27,8 +29,9 @@ class HealingEdges(CheckShapes):
 
     def table_calls(self, function: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(allowed, denied) table calls of a function on a table its environment names."""
-        if function.startswith(RECONCILER):
-            return RECONCILER_TABLE_CALLS, tuple(c for c in TABLE_CALLS if c not in RECONCILER_TABLE_CALLS)
+        for prefix, calls in ((RECONCILER, RECONCILER_TABLE_CALLS), (REDRIVER, REDRIVER_TABLE_CALLS)):
+            if function.startswith(prefix):
+                return calls, tuple(c for c in TABLE_CALLS if c not in calls)
         return TABLE_CALLS, ()
 
     def healing(self) -> None:
@@ -151,6 +154,15 @@ class HealingEdges(CheckShapes):
         self._deny_other_queues(edge, role, "sqs:ReceiveMessage", {failure_dlq}, "a queue it does not redrive")
         self.denied(edge, role, "states:StartExecution", arn("states", "stateMachine:Any"),
                     "the redriver only sends messages")
+        # What it cannot resend, it announces once (lambdas/healing/announcements.py): the alerts topic only.
+        topic = self.a.lid(env["ALERTS_TOPIC_ARN"])
+        edge = f"redriver {function} announces what it cannot resend"
+        self.role_call(edge, role, "sns:Publish", topic, self.a.att(topic, "Ref"), key_actions=SNS_PUBLISH_KEY,
+                       via="sns")
+        for other in self.a.of_type("AWS::SNS::Topic"):
+            if other != topic:
+                self.denied(edge, role, "sns:Publish", self.a.att(other, "Ref"), "a topic it does not announce on",
+                            other)
 
 
 def uncovered_healing(builder: HealingEdges) -> list[str]:

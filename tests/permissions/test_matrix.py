@@ -52,7 +52,7 @@ def test_matrix_judges_both_ways_for_every_kind_of_principal(matrix: MatrixBuild
                 "not a compensation", "a table call it never makes", "a queue it does not redrive to",
                 "another version of its function", "an alias of its function",
                 "on behalf of another resource of this account", "key use for another account",
-                "key use through another service"):
+                "key use through another service", "a topic it does not announce on"):
         assert any(c.why == why and not c.allowed for c in matrix.checks), why
     assert "scheduler.amazonaws.com" in principals
 

@@ -99,6 +99,7 @@ def reconciler_account() -> Iterator[dict[str, Any]]:
         sns = boto3.client("sns", region_name=REGION)
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         dlq = sqs.create_queue(QueueName="failure-dlq")["QueueUrl"]
+        source = sqs.create_queue(QueueName="source")["QueueUrl"]
         topic = sns.create_topic(Name="alerts")["TopicArn"]
         alerts = sqs.create_queue(QueueName="alerts-copy")["QueueUrl"]
         alerts_arn = sqs.get_queue_attributes(QueueUrl=alerts, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
@@ -112,12 +113,12 @@ def reconciler_account() -> Iterator[dict[str, Any]]:
             failure_dlq_url=dlq, alerts_topic_arn=topic, deliveries_table="deliveries",
             compensations=tuple(Compensation(step, state, f"fn-{state}") for step, state in UNDO),
             claim_ttl_seconds=3600, compensation_backoff_seconds=0,
-            task_timeouts={step: FUNCTION_TIMEOUT for step in STEPS})
+            task_timeouts=dict.fromkeys(STEPS, FUNCTION_TIMEOUT))
         reconciler = Reconciler(sfn=sfn, dynamodb=dynamodb, sqs=sqs, sns=sns, lambda_client=compensations,
                                 settings=settings, policy=HealingPolicy(transient_errors=RETRIED),
                                 sleep=lambda _s: None)
         yield {"reconciler": reconciler, "sfn": sfn, "compensations": compensations, "sqs": sqs, "dlq": dlq,
-               "alerts": alerts, "dynamodb": dynamodb}
+               "alerts": alerts, "dynamodb": dynamodb, "source": source}
 
 
 def drain(sqs: Any, url: str) -> list[dict[str, Any]]:

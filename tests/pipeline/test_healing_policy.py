@@ -3,6 +3,7 @@ moto's Step Functions interpreter, deciding exactly as the policy does over ever
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import time
@@ -13,6 +14,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from offline.sqs_rules import violation
 from ops.healing_policy import (
     ATTEMPT_ATTRIBUTE,
     FIRST_MESSAGE_ATTRIBUTE,
@@ -92,6 +94,40 @@ def test_attempt_and_first_message_are_read_from_the_record_attributes() -> None
     assert attempt_of({"messageAttributes": {ATTEMPT_ATTRIBUTE: {"stringValue": "x"}}}) == 0
 
 
+def test_the_resend_check_counts_bytes_as_sqs_does_for_the_message_the_redriver_would_send() -> None:
+    """Around the size limit, the policy refuses exactly what SQS would (the emulator's rule, offline/sqs_rules.py),
+    for the redrive's message: the record's body and attributes (String, Number, Binary, UTF-8) plus its own two."""
+    limit = 2048
+    policy = HealingPolicy(transient_errors=RETRIED, max_message_bytes=limit)
+    attributes = {"name": {"dataType": "String", "stringValue": "Zoë"},
+                  "n": {"dataType": "Number", "stringValue": "42"},
+                  "blob": {"dataType": "Binary", "binaryValue": base64.b64encode(b"\x00\x01\x02").decode()}}
+    verdicts = set()
+    for attempt, first in ((0, None), (2, "m-first")):
+        extra = dict(attributes)
+        if first is not None:  # a redriven copy: its healing attributes are replaced, not added
+            extra |= {ATTEMPT_ATTRIBUTE: {"dataType": "Number", "stringValue": str(attempt)},
+                      FIRST_MESSAGE_ATTRIBUTE: {"dataType": "String", "stringValue": first}}
+        for length in range(limit - 140, limit - 80):
+            record = {"messageId": "m-1", "body": "é" * (length // 2) + "x" * (length % 2), "messageAttributes": extra}
+            sent = {name: _send_shape(value) for name, value in extra.items()} | {
+                ATTEMPT_ATTRIBUTE: {"DataType": "Number", "StringValue": str(attempt + 1)},
+                FIRST_MESSAGE_ATTRIBUTE: {"DataType": "String", "StringValue": first or "m-1"}}
+            refused = violation(record["body"], sent, limit) is not None  # type: ignore[arg-type]
+            assert (policy.resend_problem(record, attempt) is not None) == refused, (attempt, length)
+            verdicts.add(refused)
+    assert verdicts == {True, False}  # the range spans the limit
+    crowded = {"messageId": "m-1", "body": "{}", "messageAttributes": {f"a{i}": {"dataType": "String",
+                                                                               "stringValue": "v"} for i in range(9)}}
+    assert "SQS allows 10" in (policy.resend_problem(crowded, 0) or "")
+
+
+def _send_shape(value: dict[str, Any]) -> dict[str, Any]:
+    if value["dataType"] == "Binary":
+        return {"DataType": "Binary", "BinaryValue": base64.b64decode(value["binaryValue"])}
+    return {"DataType": value["dataType"], "StringValue": value["stringValue"]}
+
+
 # -- the ASL twin of the policy ---------------------------------------------------------------------------------
 
 CASE_STATES = ["ChargePayment", "ReserveInventory", "ArrangeShipping"]
@@ -156,6 +192,7 @@ def test_no_retry_branch_when_automatic_redrives_are_off() -> None:
     off = render_definition(AppConfig.model_validate({"healing": {"maxAttempts": 0}}))["States"]
     on = render_definition(AppConfig())["States"]
     assert off["HandleFailure"]["Next"] == "FormatFailureAlert" and "AnnounceUnlessRetried" not in off
+    assert "FailureRecordedForRetry" not in off  # unreachable without the Choice: Step Functions would refuse it
     assert on["HandleFailure"]["Next"] == "AnnounceUnlessRetried"
-    assert on["AnnounceUnlessRetried"]["Choices"][0]["Next"] == "FailureRecorded"
+    assert on["AnnounceUnlessRetried"]["Choices"][0]["Next"] == "FailureRecordedForRetry"
     assert timedelta(0) < POLICY.cool_off("m", 0)

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from healing.reconciliation import History, ReconcileBusy, Verdict
+from healing.auto_redrive import redrive_due
+from healing.reconciliation import History, ReconcileBusy, Stage, Verdict
+from ops.failures import list_failures
 from tests.pipeline.reconciler_account import NOW, drain, events
 
 
@@ -151,6 +153,31 @@ def test_died_in_handle_failure_writes_the_record_the_tail_could_not(aws: dict[s
     (stored,) = drain(aws["sqs"], aws["dlq"])
     assert stored["failure"]["error"] == "TransientError" and stored["reconciliation"]["status"] == "FAILED"
     assert result.recorded and not result.announced  # transient: waits for the redriver
+
+
+def test_a_crash_between_the_record_and_its_row_writes_a_second_record_which_the_readers_absorb(
+        aws: dict[str, Any]) -> None:
+    arn = aws["sfn"].add("x1", "TIMED_OUT", ["ReserveInventory"], error="States.Timeout")
+    reconciler, advance = aws["reconciler"], aws["reconciler"]._advance
+
+    def die_before_recorded(message_id: str, execution_arn: str, stage: Stage, **kwargs: Any) -> None:
+        if stage is Stage.RECORDED:
+            raise SystemExit("the function's process ended")  # after SendMessage, before the row says RECORDED
+        advance(message_id, execution_arn, stage, **kwargs)
+
+    reconciler._advance = die_before_recorded
+    with pytest.raises(SystemExit):
+        reconciler.reconcile(arn, via="event", now=NOW)
+    reconciler._advance = advance
+    again = reconciler.reconcile(arn, via="sweep", now=NOW + timedelta(minutes=6))  # after the lease
+    assert again.recorded and not again.announced  # the row said CLAIMED: the record was written again
+    listing = list_failures(aws["sqs"], aws["dlq"], wait_seconds=0)
+    (one,) = listing.records
+    assert listing.read == 2 and one.execution_arn == arn and len(one.copies) == 1
+    report = redrive_due(aws["sqs"], dlq_url=aws["dlq"], source_url=aws["source"], policy=reconciler._policy,
+                         now=NOW + timedelta(days=1), key_field="orderId")
+    assert report.redriven == 1 and drain(aws["sqs"], aws["dlq"]) == []
+    assert len(drain(aws["sqs"], aws["source"])) == 1
 
 
 def test_the_sweep_lists_what_stopped_inside_its_window_only(aws: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from offline.accounting import Ledger, Place
 from offline.deployment import ACCOUNT
 from offline.orders import OrderKind, SampleOrder
 from offline.rehearsal import Execution, Rehearsal
+from ops.failures import list_failures
 from stacks.fire_and_forget.alert_path import ALERT_PATH_ALARMS
 from tests.support.alarms import alarms, evaluate
 from tests.support.template import of_type
@@ -55,6 +56,7 @@ def failure_record_twice(aws: Rehearsal, ledger: Ledger, samples: list[SampleOrd
     assert {r["record"]["messageId"] for r in records} == {declined.message_id}
     assert {r["executionArn"] for r in records} == {declined.arn}
     assert declined.status == "FAILED" and naming(alerts(aws), declined) == 1  # announced once all the same
+    one_failure_listed(aws, ledger, declined, reconciled=False)
 
 
 def start_response_lost_ran_twice(aws: Rehearsal, ledger: Ledger, samples: list[SampleOrder]) -> None:
@@ -80,6 +82,18 @@ def held_send_completed_after_abort(aws: Rehearsal, ledger: Ledger, samples: lis
     assert sorted(bool(r.get("reconciliation")) for r in records) == [False, True]  # the tail's, the Reconciler's
     assert all(r["failure"]["error"] == "PaymentDeclined" for r in records)  # the tail's description is kept
     assert naming(alerts(aws), declined) == 1  # the Reconciler's ABORTED alert; NotifyFailure never ran
+    one_failure_listed(aws, ledger, declined, reconciled=True)
+
+
+def one_failure_listed(aws: Rehearsal, ledger: Ledger, execution: Execution, *, reconciled: bool) -> None:
+    """The two records of one execution are one failure: one place in the books, one row in `ff-ops failures list`
+    (the Reconciler's record standing for both when there is one), the other named as its copy."""
+    fate = ledger.fates[execution.message_id or ""]
+    assert (fate.places, fate.announcements) == ([Place.FAILURE_DLQ], 1)
+    listing = list_failures(aws.sqs, aws.outputs["FailureDlqUrl"], wait_seconds=0)
+    (listed,) = [r for r in listing.records if r.execution_arn == execution.arn]
+    assert len(listed.copies) == 1 and (listed.reconciliation is not None) == reconciled
+    assert listed.status == ("ABORTED" if reconciled else "FAILED")
 
 
 def one_order_unannounced_by_sns(aws: Rehearsal, ledger: Ledger, samples: list[SampleOrder]) -> None:
@@ -107,7 +121,10 @@ def exhausted_after_three_redrives(aws: Rehearsal, ledger: Ledger, samples: list
     for valid in [s for s in samples if s.kind is OrderKind.VALID]:
         runs = executions_of(aws, valid.order_id)
         assert sorted(_attempt(e) for e in runs) == [0, 1, 2, 3]
-        assert all(e.states[-1] == "FailureRecorded" and "CancelShipment" in e.states for e in runs)
+        assert all("CancelShipment" in e.states for e in runs)
+        # The first three left to the automatic redrive, the last announced: each ending says which.
+        assert [e.states[-1] for e in sorted(runs, key=_attempt)] == ["FailureRecordedForRetry"] * 3 + [
+            "FailureRecorded"]
         last = max(runs, key=_attempt)
         assert [naming(alerts(aws), e) for e in sorted(runs, key=_attempt)] == [0, 0, 0, 1]
         (record,) = failure_records(aws, valid.order_id)
@@ -120,7 +137,7 @@ def healed_by_one_redrive(aws: Rehearsal, ledger: Ledger, samples: list[SampleOr
     """The first run's retries ran out; it was compensated and recorded unannounced; its one redrive succeeded."""
     runs = sorted(executions_of(aws, samples[0].order_id), key=_attempt)
     assert [(_attempt(e), e.status) for e in runs] == [(0, "FAILED"), (1, "SUCCEEDED")]
-    assert runs[0].states[-1] == "FailureRecorded" and "FormatFailureAlert" not in runs[0].states
+    assert runs[0].states[-1] == "FailureRecordedForRetry" and "FormatFailureAlert" not in runs[0].states
     assert [naming(alerts(aws), e) for e in runs] == [0, 0]
     assert failure_records(aws, samples[0].order_id) == []
     fate = ledger.fates[runs[0].message_id or ""]

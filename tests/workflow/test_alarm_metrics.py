@@ -29,11 +29,9 @@ from offline.accounting import advance_past_retries
 from offline.faults import Fault, FaultKind
 from offline.orders import OrderKind, make_order, seed_inventory
 from offline.rehearsal import Rehearsal
-from ops.healing import waiting_for
-from ops.healing_policy import Disposition, HealingPolicy
-from ops.records import FailureRecord, parse
 from stacks.orders.tasks import TASKS
 from tests.support.alarms import Evaluation, alarms, create_in_moto, evaluate
+from tests.support.redriver_gauges import REDRIVE_PERIOD_SECONDS, keep_one_overdue, needing_a_person
 
 FUNCTIONS = tuple(spec.construct_id for spec in TASKS)
 COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
@@ -65,6 +63,7 @@ class Outcome:
     needing_a_person: int  # failure records needing a person when the Redriver last ran to its end
     failure_dlq_peak: int  # the failure DLQ's depth before the Redriver sent a record back (Maximum over the period)
     moto_states: dict[str, str]  # the state moto's CloudWatch reports for each alarm, as put there
+    overdue: int = 0  # records waiting past their due time plus one Redriver period when the Redriver last ran
 
 
 def outcome(aws: Rehearsal, evaluated: dict[str, Evaluation], needing_a_person: int = 0,
@@ -78,15 +77,6 @@ def outcome(aws: Rehearsal, evaluated: dict[str, Evaluation], needing_a_person: 
     return Outcome(evaluated, Counter(e.status for e in aws.executions()), depths, aws.pipe.stats.start_failures,
                    sum(1 for delivery in aws.bus.deliveries if not delivery.delivered), errors, needing_a_person,
                    max(failure_dlq_peak, depths["FailureDlqUrl"]), moto_states)
-
-
-def needing_a_person(aws: Rehearsal) -> int:
-    """What the Redriver counts in the failure DLQ: records whose disposition needs a person (ops/healing.py's rule,
-    the Redriver's own)."""
-    policy = HealingPolicy.from_environment(json.loads(aws.outputs["HealingPolicy"]))
-    records = [parse(message) for message in aws.messages("FailureDlqUrl")]  # type: ignore[arg-type]
-    return sum(1 for record in records if isinstance(record, FailureRecord)
-               and waiting_for(record, policy).disposition is not Disposition.RETRY)
 
 
 def refuse_rule_deliveries(aws: Rehearsal) -> str:
@@ -220,11 +210,14 @@ def failures(cloud_assembly: Path) -> Outcome:
         advance_past_retries(aws)
         copies = [e for e in aws.executions() if timed_out and timed_out in str(e.input) and e.status == "SUCCEEDED"]
         assert len(copies) == 1
+        # Last, so that no other alarm sees it: a record the Redriver cannot clear, overdue.
+        stuck = keep_one_overdue(aws)
+        evaluated["FailuresOverdue"] = evaluate(aws, every["FailuresOverdue"])
         return replace(
             observed, evaluated=evaluated, needing_a_person=counted, failure_dlq_peak=first_tick.failure_dlq_peak,
             function_errors=observed.function_errors + Counter({"Redriver": first_tick.function_errors["Redriver"]}),
             queue_depths={**observed.queue_depths, "ScheduleDlqUrl": first_tick.queue_depths["ScheduleDlqUrl"]},
-            moto_states=outcome(aws, evaluated).moto_states)
+            moto_states=outcome(aws, evaluated).moto_states, overdue=stuck)
 
 
 @pytest.fixture(scope="module")
@@ -242,14 +235,12 @@ def healthy(cloud_assembly: Path) -> Outcome:
         return outcome(aws, {name: evaluate(aws, alarm) for name, alarm in alarms(aws).items()})
 
 
-REDRIVE_PERIOD_SECONDS = 300  # ff:healing redriveEveryMinutes' default
-
-
-def test_a_redriver_that_never_reports_needs_a_person(cloud_assembly: Path) -> None:
+@pytest.mark.parametrize("name", ["FailuresNeedAPerson", "FailuresOverdue"])
+def test_a_redriver_that_never_reports_needs_a_person(cloud_assembly: Path, name: str) -> None:
     """No gauge for two Redriver periods (the schedule off, the function unable to start): nobody classifies or
-    retries the failure DLQ, and the alarm that asks for a person says so."""
+    retries the failure DLQ, every waiting record is overdue, and both alarms say so."""
     with Rehearsal.start(cloud_assembly) as aws:
-        silent = alarms(aws)["FailuresNeedAPerson"]
+        silent = alarms(aws)[name]
         assert evaluate(aws, silent).state == "ALARM"
         aws.advance(2 * REDRIVE_PERIOD_SECONDS)
         assert evaluate(aws, silent) == Evaluation("OK", 0.0, {"m1": 0.0})
@@ -276,6 +267,7 @@ TRIPPED_BY: dict[str, tuple[str, Callable[[Outcome], float]]] = {
     "RedriverErrors": ("the Redriver crashing", lambda o: o.function_errors["Redriver"]),
     "ScheduleDlqNotEmpty": ("a tick failing all its attempts", lambda o: o.queue_depths["ScheduleDlqUrl"]),
     "FailuresNeedAPerson": ("records needing a person", lambda o: o.needing_a_person),
+    "FailuresOverdue": ("the source queue refusing a resend", lambda o: o.overdue),
 } | {f"{task}UnexpectedErrors": (f"{unexpected_errors(task)} unexpected errors", lambda o, t=task: unexpected_errors(t))
      for task in FUNCTIONS} | {
     f"{task}Throttles": (f"{throttles(task)} throttles", lambda o, t=task: throttles(t)) for task in FUNCTIONS}

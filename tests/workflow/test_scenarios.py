@@ -22,7 +22,7 @@ HAPPY = ["ReserveInventory", "ChargePayment", "ArrangeShipping"]
 # A failure that needs a person is recorded and announced; one the automatic redrive will retry is only recorded.
 TAIL = ["ClaimFailure", "HandleFailure", "AnnounceUnlessRetried", "FormatFailureAlert", "NotifyFailure",
         "FailureRecorded"]
-TAIL_WAITING = ["ClaimFailure", "HandleFailure", "AnnounceUnlessRetried", "FailureRecorded"]
+TAIL_WAITING = ["ClaimFailure", "HandleFailure", "AnnounceUnlessRetried", "FailureRecordedForRetry"]
 
 
 def order(aws: Rehearsal, kind: OrderKind = OrderKind.VALID, number: int = 1) -> tuple[str, dict[str, Any] | str]:
@@ -175,6 +175,27 @@ def test_business_errors_are_not_retried(aws: Rehearsal, kind: OrderKind, step: 
     assert len(aws.notifications()) == 1
     fate = account(aws, [message_id]).fates[message_id]
     assert (fate.place, fate.announcements, fate.error) == (Place.FAILURE_DLQ, 1, error)
+
+
+def test_each_ending_of_the_tail_says_whether_the_failure_was_announced(aws: Rehearsal) -> None:
+    """Over the deployed definition: the announced failure ends saying it was announced, the one left to the
+    automatic redrive ends saying it was not, both with the error name the rule and the Reconciler rely on."""
+    aws.faults.add(Fault("ChargePayment", FaultKind.THROTTLE, order_id=make_order(
+        OrderKind.VALID, 2, random.Random(2)).order_id))
+    order(aws, OrderKind.DECLINED, 1)
+    order(aws, OrderKind.VALID, 2)
+
+    executions = aws.run()
+
+    ends = {e.states[-1]: e for e in executions}
+    assert set(ends) == {"FailureRecorded", "FailureRecordedForRetry"}
+    announced, waiting = ends["FailureRecorded"], ends["FailureRecordedForRetry"]
+    assert announced.states[-len(TAIL):] == TAIL and waiting.states[-len(TAIL_WAITING):] == TAIL_WAITING
+    assert announced.error == waiting.error == "FailureRecorded"
+    assert announced.cause == "The workflow failed; the message is in the failure DLQ and was announced on the " \
+                              "alerts topic."
+    assert waiting.cause is not None and "was not announced" in waiting.cause and "Redriver" in waiting.cause
+    assert [announced.arn in text for _subject, text in aws.notifications()] == [True]
 
 
 def test_bad_input_names_the_problem_and_keeps_the_body(aws: Rehearsal) -> None:
