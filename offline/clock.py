@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import ModuleType
 from typing import Any
@@ -74,6 +74,8 @@ class RetryClock:
 class _Wait:
     done: Callable[[], bool]
     deadline: datetime | None
+    about: object  # what the waiter waits for: `notify(about)` wakes it
+    wake: threading.Event = field(default_factory=threading.Event)
 
 
 class VirtualClock:
@@ -81,7 +83,7 @@ class VirtualClock:
 
     def __init__(self, start: datetime | None = None) -> None:
         self._now = (start or datetime.now(UTC)).replace(microsecond=0)
-        self._condition = threading.Condition()
+        self._lock = threading.Lock()
         self._waits: dict[int, _Wait] = {}  # thread ident -> what that thread waits for
         self._travel: Any = None
         self._coordinates: Any = None
@@ -101,7 +103,7 @@ class VirtualClock:
     # -- reading and moving ----------------------------------------------------------------------------------
 
     def now(self) -> datetime:
-        with self._condition:
+        with self._lock:
             return self._now
 
     def advance(self, seconds: float) -> datetime:
@@ -111,45 +113,56 @@ class VirtualClock:
         return self.now()
 
     def set(self, moment: datetime) -> None:
-        with self._condition:
+        with self._lock:
             if moment < self._now:
                 raise ValueError("the clock does not go back")
             self._now = moment
             if self._coordinates is not None:
                 self._coordinates.move_to(moment)
-            self._condition.notify_all()
+            due = [w for w in self._waits.values() if w.deadline is not None and w.deadline <= moment]
+        for wait in due:  # only the waits the move ended: no herd of waiters woken for nothing
+            wait.wake.set()
 
     # -- waiting on it ---------------------------------------------------------------------------------------
 
-    def wait_for(self, done: Callable[[], bool], seconds: float | None) -> bool:
+    def wait_for(self, done: Callable[[], bool], seconds: float | None, about: object = None) -> bool:
         """Block until `done()` or until the clock has moved `seconds` on (None: no deadline); returns `done()`.
 
-        Whoever makes `done()` true calls `notify`; moving the clock notifies by itself.
+        Whoever makes `done()` true calls `notify(about)` with the same `about`; a move of the clock past the
+        deadline wakes the waiter by itself.
         """
-        with self._condition:
+        me = threading.get_ident()
+        with self._lock:
             deadline = None if seconds is None else self._now + timedelta(seconds=seconds)
-            me = threading.get_ident()
-            self._waits[me] = _Wait(done, deadline)
-            try:
-                while not done() and (deadline is None or self._now < deadline):
-                    self._condition.wait(RECHECK_SECONDS)
-                return done()
-            finally:
+            wait = self._waits[me] = _Wait(done, deadline, about)
+        try:
+            while not done():
+                if deadline is not None and self.now() >= deadline:
+                    break
+                wait.wake.wait(RECHECK_SECONDS)
+                wait.wake.clear()
+            return done()
+        finally:
+            with self._lock:
                 del self._waits[me]
 
-    def notify(self) -> None:
-        with self._condition:
-            self._condition.notify_all()
+    def notify(self, about: object = None) -> None:
+        """Wake the waits for `about` (None: every wait)."""
+        with self._lock:
+            waits = [w for w in self._waits.values() if about is None or w.about is about]
+        for wait in waits:
+            wait.wake.set()
 
     def blocked(self, thread_ident: int | None) -> bool:
         """True while that thread waits on this clock for something that has not happened and is not yet due."""
-        with self._condition:
+        with self._lock:
             wait = self._waits.get(thread_ident) if thread_ident is not None else None
-            return wait is not None and not wait.done() and (wait.deadline is None or self._now < wait.deadline)
+            now = self._now
+        return wait is not None and not wait.done() and (wait.deadline is None or now < wait.deadline)
 
     def next_deadline(self) -> datetime | None:
         """The earliest moment after now at which a waiting thread's wait ends by itself."""
-        with self._condition:
-            pending = [w.deadline for w in self._waits.values()
-                       if w.deadline is not None and w.deadline > self._now and not w.done()]
-            return min(pending, default=None)
+        with self._lock:
+            waits, now = list(self._waits.values()), self._now
+        return min((w.deadline for w in waits if w.deadline is not None and w.deadline > now and not w.done()),
+                   default=None)

@@ -81,13 +81,13 @@ class FaultPlan:
         if self.clock is None:
             self.released.wait()
         else:
-            self.clock.wait_for(self.released.is_set, None)
+            self.clock.wait_for(self.released.is_set, None, about=self.released)
 
     def release(self) -> None:
         """Let every held call (a service call or a Lambda invocation) go on."""
         self.released.set()
         if self.clock is not None:
-            self.clock.notify()
+            self.clock.notify(self.released)
 
     def hold_completed(self, target: str) -> None:
         with self._lock:

@@ -52,10 +52,10 @@ class InterpreterTime:
         class ClockedEvent(threading.Event):
             def set(self) -> None:
                 super().set()
-                clock.notify()
+                clock.notify(self)
 
             def wait(self, timeout: float | None = None) -> bool:
-                return clock.wait_for(self.is_set, timeout)
+                return clock.wait_for(self.is_set, timeout, about=self)
 
         class TrackedThread(threading.Thread):
             _finished = False
@@ -72,10 +72,10 @@ class InterpreterTime:
                     self._finished = True
                     with lock:
                         threads.discard(self)
-                    clock.notify()
+                    clock.notify(self)
 
             def join(self, timeout: float | None = None) -> None:
-                if clock.wait_for(lambda: self._finished, timeout):
+                if clock.wait_for(lambda: self._finished, timeout, about=self):
                     super().join()  # it has left run(): this returns at once
 
         shim = _ThreadingOnClock(ClockedEvent, TrackedThread)

@@ -124,7 +124,7 @@ class LambdaRuntime:
         if self._clock is None:
             released = self._faults.released.wait()
         else:
-            released = self._clock.wait_for(self._faults.released.is_set, timeout)
+            released = self._clock.wait_for(self._faults.released.is_set, timeout, about=self._faults.released)
         try:
             if not released:
                 with self._hang_lock:

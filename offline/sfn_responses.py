@@ -1,25 +1,37 @@
-"""Step Functions' answers where moto's differ from AWS's: the stopDate of a timed-out execution.
+"""Step Functions' answers where moto's differ from AWS's: the stopDate of a timed-out execution, and listings that
+never see an execution half created.
 
 DescribeExecution and ListExecutions give `stopDate` for every execution that is no longer running
 (API_DescribeExecution.html: "If the execution ended, the date the execution stopped"; API_ExecutionListItem.html).
 moto 5.2.5 leaves it out for TIMED_OUT, although its interpreter records the moment; the Reconciler's sweep selects
 stopped executions by stopDate, so without it a lost event of a timed-out execution would never be swept offline.
+
+moto registers a new execution before it sets its status, so a ListExecutions on another thread (the rehearsal's
+pipe starts executions while the demo counts the running ones) can meet one whose status is not set yet and fail
+with AttributeError. StartExecution and ListExecutions take one lock here: a listing sees an execution whole.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from moto.stepfunctions.responses import StepFunctionResponse
 
 TIMED_OUT = "TIMED_OUT"
+_EXECUTIONS = threading.Lock()
 
 
 def install_stop_dates() -> Callable[[], None]:
-    """Add the missing stopDate to both answers; returns the function that puts moto's back."""
+    """Add the missing stopDate to both answers and the lock; returns the function that puts moto's back."""
     original_describe = StepFunctionResponse.describe_execution
     original_list = StepFunctionResponse.list_executions
+    original_start = StepFunctionResponse.start_execution
+
+    def start_execution(self: StepFunctionResponse) -> Any:
+        with _EXECUTIONS:
+            return original_start(self)
 
     def describe_execution(self: StepFunctionResponse) -> Any:
         answer = original_describe(self)
@@ -30,7 +42,8 @@ def install_stop_dates() -> Callable[[], None]:
         return answer
 
     def list_executions(self: StepFunctionResponse) -> Any:
-        answer = original_list(self)
+        with _EXECUTIONS:
+            answer = original_list(self)
         response: dict[str, Any] = answer.result  # type: ignore[assignment]
         for item in response.get("executions", []):
             if item.get("status") == TIMED_OUT and "stopDate" not in item:
@@ -39,9 +52,11 @@ def install_stop_dates() -> Callable[[], None]:
 
     StepFunctionResponse.describe_execution = describe_execution  # type: ignore[method-assign]
     StepFunctionResponse.list_executions = list_executions  # type: ignore[method-assign]
+    StepFunctionResponse.start_execution = start_execution  # type: ignore[method-assign]
 
     def uninstall() -> None:
         StepFunctionResponse.describe_execution = original_describe  # type: ignore[method-assign]
         StepFunctionResponse.list_executions = original_list  # type: ignore[method-assign]
+        StepFunctionResponse.start_execution = original_start  # type: ignore[method-assign]
 
     return uninstall
