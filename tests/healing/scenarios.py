@@ -1,0 +1,113 @@
+"""The healing explorer's scenarios, its two bounds, and the defects of today's code it finds.
+
+Every scenario has one order (tests/healing/harness.py) and its original execution `first`, run in one fixed order
+up to where it is stopped (timed out or aborted while a task is in flight, the task landing late or never). Then
+the scenario's explored actors interleave in every order, with at most `max_faults` faults of the listed kinds;
+everything after them (the Redriver, the pipe, redriven copies and their Reconciler runs, a last sweep) runs to
+quiet in one fixed order. `SUITE` runs in `make test`; `WIDE` (`make wide`) adds faults of every kind, two faults
+per run, aborts beside timeouts, every Redriver round, and late invocations interleaved call by call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tests.healing.books import Finding
+from tests.healing.executions import Message
+from tests.healing.explorer import Scenario
+from tests.healing.gates import Decision
+from tests.healing.harness import ORDER
+
+UNSERVED = {**ORDER, "shippingAddress": {**ORDER["shippingAddress"], "country": "ZZ"}}
+TWIN = Message("twin", "m-1", ORDER)
+RESEND = Message("resend", "m-2", ORDER)
+ALL_FAULTS = (Decision.CRASH, Decision.LOST, Decision.REFUSED)
+STEPS = ("ReserveInventory", "ChargePayment", "ArrangeShipping")
+
+
+def _late(step: str, stop: Decision) -> Scenario:
+    return Scenario(f"late {step} ({stop.value})", ORDER, stop=(step, stop))
+
+
+SUITE: list[Scenario] = [
+    # A task's late commit against the Reconciler's claim, compensations, record, announce and release; the
+    # Reconciler may crash after any call and is redelivered.
+    *[_late(step, Decision.TIMEOUT_LATE) for step in STEPS],
+    _late("ChargePayment", Decision.ABORT_LATE),
+    # The event and the sweep reconcile the same execution; either may crash after any call.
+    Scenario("event and sweep", ORDER, stop=("ChargePayment", Decision.ABORT), explored=frozenset({"reconciler"}),
+             sweep_at_stop=True),
+    # The Redriver and an operator's `ff-ops failures redrive` send the same record back; either may crash.
+    Scenario("redriver and operator", ORDER, stop=("ChargePayment", Decision.TIMEOUT), setup_reconciled=True,
+             explored=frozenset({"redriver", "operator"}), operator=True),
+    # A late SQS duplicate of the original message, and a producer's resend, while the Reconciler works.
+    Scenario("late duplicate", ORDER, stop=("ChargePayment", Decision.TIMEOUT), arrivals=(TWIN,),
+             explored=frozenset({"reconciler", "twin"})),
+    Scenario("producer resend", ORDER, stop=("ChargePayment", Decision.TIMEOUT), arrivals=(RESEND,),
+             explored=frozenset({"reconciler", "resend"})),
+    # The failure tail stopped while its record or its alert is in flight (an order nobody can ship).
+    Scenario("abort in HandleFailure", UNSERVED, stop=("HandleFailure", Decision.ABORT_LATE)),
+    Scenario("abort in NotifyFailure", UNSERVED, stop=("NotifyFailure", Decision.ABORT_LATE)),
+]
+
+
+def _wide(scenario: Scenario) -> Scenario:
+    return dataclasses.replace(scenario, max_faults=2, reconciler_faults=ALL_FAULTS, redrive_faults=ALL_FAULTS,
+                               redriver_runs=4)
+
+
+WIDE: list[Scenario] = [
+    *[_wide(s) for s in SUITE],
+    *[_wide(_late(step, Decision.ABORT_LATE)) for step in ("ReserveInventory", "ArrangeShipping")],
+    *[dataclasses.replace(_late(step, Decision.TIMEOUT_LATE), name=f"late {step} call by call", late_per_call=True)
+      for step in STEPS],
+    _wide(Scenario("abort in ClaimFailure", UNSERVED, stop=("ClaimFailure", Decision.ABORT_LATE))),
+    _wide(Scenario("abort in RefundPayment", UNSERVED, stop=("RefundPayment", Decision.ABORT_LATE))),
+    _wide(Scenario("redriver, operator and the pipe", ORDER, stop=("ChargePayment", Decision.TIMEOUT),
+                   setup_reconciled=True, explored=frozenset({"redriver", "operator", "pipe", "copy"}),
+                   operator=True, max_faults=1)),
+]
+
+
+@dataclass(frozen=True)
+class Defect:
+    """A violation today's code has: the books' rule it breaks, and what its schedules share."""
+
+    key: str
+    reason: str
+    rules: frozenset[str]
+    marker: str  # a step every schedule showing it has (the late task, or the fault)
+
+    def explains(self, finding: Finding, schedule: list[str]) -> bool:
+        return finding.rule in self.rules and any(self.marker in step for step in schedule)
+
+
+DEFECTS = [
+    Defect("late-charge", "a ChargePayment invocation that outlives its execution's timeout or abort commits after "
+           "the Reconciler's RefundPayment: a charge without a shipment or a refund",
+           frozenset({"charged without a shipment or a refund"}), "late.ChargePayment"),
+    Defect("copy-adopts-charge", "the redriven copy succeeds on the dead attempt's late charge: charge() adopts an "
+           "existing CHARGED row without comparing its attempt", frozenset({"shipped without its own charge"}),
+           "late.ChargePayment"),
+    Defect("late-claim", "a late ReserveInventory's delivery claim (a PutItem) replaces the row the Reconciler "
+           "wrote, and the dead execution then claims the order: stock held, the ledger ACTIVE, the redriven copy "
+           "absorbed as a duplicate, the message lost",
+           frozenset({"lost", "stock held for an order that did not ship", "order held by an attempt nobody runs",
+                      "stock does not add up", "recorded twice", "in two places", "announced twice"}),
+           "late.ReserveInventory"),
+    Defect("late-shipment", "an ArrangeShipping invocation that outlives its execution commits after the "
+           "Reconciler's CancelShipment: a shipment stands whose charge was refunded and whose order is handed over",
+           frozenset({"shipped without its own charge", "ledger disagrees with the shipment"}),
+           "late.ArrangeShipping"),
+    Defect("record-then-crash", "the Reconciler sends the record before it marks the row RECORDED: a crash (or a "
+           "lost response) between the two writes a second record on the redelivery",
+           frozenset({"recorded twice", "in two places"}), "sqs.send_message(failure) ["),
+    Defect("late-alert", "an abort while NotifyFailure's publish is in flight: the publish lands and the "
+           "Reconciler, seeing NotifyFailure entered but not left, announces again",
+           frozenset({"announced twice"}), "late.NotifyFailure"),
+]
+
+
+def defect_of(finding: Finding, schedule: list[str]) -> Defect | None:
+    return next((d for d in DEFECTS if d.explains(finding, schedule)), None)
