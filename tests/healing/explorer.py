@@ -41,8 +41,9 @@ class Scenario:
     reconciler_faults: tuple[Decision, ...] = (Decision.CRASH,)
     redrive_faults: tuple[Decision, ...] = (Decision.CRASH,)
     setup_reconciled: bool = False  # the stopped execution's event run belongs to the set-up
-    redriver_runs: int = 4  # Redriver runs at most (each redrives what is due; 4 spend every automatic attempt)
+    redriver_runs: int = 2  # Redriver runs at most (each redrives what is due; 4 spend every automatic attempt)
     fault_calls: tuple[str, ...] = ()  # only these calls may be faulted ("sqs.send_message"); empty: every call
+    arrival_steps: int | None = None  # a duplicate's or a resend's steps explored (None: all), the rest run after
 
     def phase_of(self, kind: str, label: str, spec: dict[str, Any]) -> int:
         if kind == "execution" and label == "first":
@@ -57,7 +58,7 @@ class Scenario:
             return 1 if "redriver" in self.explored and label == "redriver#1" else 2
         if kind == "execution":
             return 1 if ("copy" in self.explored and label.startswith("copy")) or label in self.explored else 2
-        if kind in ("arrival", "operator"):
+        if kind == "operator":
             return 1
         if kind == "pipe":
             return 1 if "pipe" in self.explored else 2
@@ -67,8 +68,8 @@ class Scenario:
         return ()
 
     def on_stop(self, world: RunWorld, _actor: Any) -> None:
-        for message in self.arrivals:
-            world.spawn("arrival", f"arrive {message.label}", {"message": message.__dict__ | {"attributes": ()}})
+        for message in self.arrivals:  # arrives at any point: its first step is interleaved with the others'
+            world.start_execution(message)
         if self.sweep_at_stop:
             world.add_sweep(world.services.model.clock + 60)
 
@@ -157,7 +158,9 @@ class HealingExplorer:
         choices = self._choices(world, scenario)
         if not choices:
             report.runs += 1
-            findings = check(self.leftovers(world))
+            leftovers = self.leftovers(world)
+            self._tally(world, leftovers, report)
+            findings = check(leftovers)
             for finding in findings:
                 key = (finding.rule, finding.accepted)
                 schedule = list(world.counters.schedule)
@@ -177,6 +180,21 @@ class HealingExplorer:
             world.take(world.actors[key], decision)
             report.steps += 1
             self._visit(world, scenario, report, observe)
+
+    def _tally(self, world: RunWorld, leftovers: Leftovers, report: Report) -> None:
+        """What the bound reached: which actors acted, which faults struck, which outcomes were checked."""
+        seen = report.seen
+        for actor in world.actors.values():
+            if actor.log:
+                seen[actor.kind] = seen.get(actor.kind, 0) + 1
+            for decision in actor.decisions:
+                if decision is not Decision.GO:
+                    seen[decision.value] = seen.get(decision.value, 0) + 1
+        outcomes = {"succeeded": any(e["end"] == "ArrangeShipping" for e in leftovers.executions),
+                    "recorded": bool(leftovers.recorded), "announced": bool(leftovers.alerts),
+                    "redriven": any(e["label"].startswith("copy") for e in leftovers.executions)}
+        for outcome, reached in outcomes.items():
+            seen[outcome] = seen.get(outcome, 0) + int(reached)
 
     def leftovers(self, world: RunWorld) -> Leftovers:
         services, model = self.services, world.services.model

@@ -4,8 +4,9 @@ Every scenario has one order (tests/healing/harness.py) and its original executi
 up to where it is stopped (timed out or aborted while a task is in flight, the task landing late or never). Then
 the scenario's explored actors interleave in every order, with at most `max_faults` faults of the listed kinds;
 everything after them (the Redriver, the pipe, redriven copies and their Reconciler runs, a last sweep) runs to
-quiet in one fixed order. `SUITE` runs in `make test`; `WIDE` (`make wide`) adds faults of every kind, two faults
-per run, aborts beside timeouts, every Redriver round, and late invocations interleaved call by call.
+quiet in one fixed order. `SUITE` runs in `make test`; `wide()` (`make wide`) adds faults of every kind on every
+healer call (one per run, HEALING_FAULTS=2 for two), aborts beside timeouts, late invocations interleaved call by
+call, the tail stopped in ClaimFailure or a compensation, and the redriven copies among the explored actors.
 """
 
 from __future__ import annotations
@@ -26,48 +27,57 @@ ALL_FAULTS = (Decision.CRASH, Decision.LOST, Decision.REFUSED)
 STEPS = ("ReserveInventory", "ChargePayment", "ArrangeShipping")
 
 
-def _late(step: str, stop: Decision) -> Scenario:
-    return Scenario(f"late {step} ({stop.value})", ORDER, stop=(step, stop))
+def _late(step: str, stop: Decision, **changes: object) -> Scenario:
+    return Scenario(f"late {step} ({stop.value})", ORDER, stop=(step, stop), max_faults=0, **changes)  # type: ignore[arg-type]
 
 
 SUITE: list[Scenario] = [
-    # A task's late commit against the Reconciler's claim, compensations, record, announce and release; the
-    # Reconciler may crash after any call and is redelivered.
+    # A task's late commit at every point of the Reconciler's claim, compensations, record, announce and release.
     *[_late(step, Decision.TIMEOUT_LATE) for step in STEPS],
     _late("ChargePayment", Decision.ABORT_LATE),
-    # The event and the sweep reconcile the same execution; either may crash after any call.
+    # The Reconciler crashes after any of its calls, and the event is delivered again.
+    Scenario("crash and redelivery", ORDER, stop=("ChargePayment", Decision.ABORT), explored=frozenset({"reconciler"})),
+    # The event and the sweep reconcile the same execution.
     Scenario("event and sweep", ORDER, stop=("ChargePayment", Decision.ABORT), explored=frozenset({"reconciler"}),
-             sweep_at_stop=True),
-    # The Redriver and an operator's `ff-ops failures redrive` send the same record back; either may crash.
+             sweep_at_stop=True, max_faults=0),
+    # The Redriver and an operator's `ff-ops failures redrive` send the same record back; either may crash between
+    # its send and its delete.
     Scenario("redriver and operator", ORDER, stop=("ChargePayment", Decision.TIMEOUT), setup_reconciled=True,
-             explored=frozenset({"redriver", "operator"}), operator=True),
-    # A late SQS duplicate of the original message, and a producer's resend, while the Reconciler works.
-    Scenario("late duplicate", ORDER, stop=("ChargePayment", Decision.TIMEOUT), arrivals=(TWIN,),
-             explored=frozenset({"reconciler", "twin"})),
+             explored=frozenset({"redriver", "operator"}), operator=True,
+             fault_calls=("sqs.send_message",)),
+    # A late SQS duplicate of the original message, and a producer's resend, arriving at any point of the
+    # Reconciler's work (their first step interleaved; what follows it runs after).
+    Scenario("late duplicate", ORDER, stop=("ReserveInventory", Decision.TIMEOUT), arrivals=(TWIN,),
+             explored=frozenset({"reconciler", "twin"}), max_faults=0, arrival_steps=1),
     Scenario("producer resend", ORDER, stop=("ChargePayment", Decision.TIMEOUT), arrivals=(RESEND,),
-             explored=frozenset({"reconciler", "resend"})),
+             explored=frozenset({"reconciler", "resend"}), max_faults=0, arrival_steps=1),
     # The failure tail stopped while its record or its alert is in flight (an order nobody can ship).
-    Scenario("abort in HandleFailure", UNSERVED, stop=("HandleFailure", Decision.ABORT_LATE)),
-    Scenario("abort in NotifyFailure", UNSERVED, stop=("NotifyFailure", Decision.ABORT_LATE)),
+    Scenario("abort in HandleFailure", UNSERVED, stop=("HandleFailure", Decision.ABORT_LATE), max_faults=0),
+    Scenario("abort in NotifyFailure", UNSERVED, stop=("NotifyFailure", Decision.ABORT_LATE), max_faults=0),
 ]
 
 
-def _wide(scenario: Scenario) -> Scenario:
-    return dataclasses.replace(scenario, max_faults=2, reconciler_faults=ALL_FAULTS, redrive_faults=ALL_FAULTS,
-                               redriver_runs=4)
+def _wide(scenario: Scenario, faults: int) -> Scenario:
+    return dataclasses.replace(scenario, max_faults=faults, reconciler_faults=ALL_FAULTS, redrive_faults=ALL_FAULTS,
+                               fault_calls=(), arrival_steps=None, redriver_runs=4)
 
 
-WIDE: list[Scenario] = [
-    *[_wide(s) for s in SUITE],
-    *[_wide(_late(step, Decision.ABORT_LATE)) for step in ("ReserveInventory", "ArrangeShipping")],
-    *[dataclasses.replace(_late(step, Decision.TIMEOUT_LATE), name=f"late {step} call by call", late_per_call=True)
-      for step in STEPS],
-    _wide(Scenario("abort in ClaimFailure", UNSERVED, stop=("ClaimFailure", Decision.ABORT_LATE))),
-    _wide(Scenario("abort in RefundPayment", UNSERVED, stop=("RefundPayment", Decision.ABORT_LATE))),
-    _wide(Scenario("redriver, operator and the pipe", ORDER, stop=("ChargePayment", Decision.TIMEOUT),
-                   setup_reconciled=True, explored=frozenset({"redriver", "operator", "pipe", "copy"}),
-                   operator=True, max_faults=1)),
-]
+def wide(faults: int = 1) -> list[Scenario]:
+    """`make wide`: every suite scenario with `faults` faults of every kind on any healer call, and more."""
+    return [
+        *[_wide(s, faults) for s in SUITE],
+        *[_wide(_late(step, Decision.ABORT_LATE), faults) for step in ("ReserveInventory", "ArrangeShipping")],
+        *[dataclasses.replace(_late(step, Decision.TIMEOUT_LATE), name=f"late {step} call by call",
+                              late_per_call=True) for step in STEPS],
+        _wide(Scenario("event and sweep", ORDER, stop=("ChargePayment", Decision.TIMEOUT_LATE),
+                       explored=frozenset({"reconciler", "late"}), sweep_at_stop=True, name="late charge, event "
+                       "and sweep"), faults),
+        _wide(Scenario("abort in ClaimFailure", UNSERVED, stop=("ClaimFailure", Decision.ABORT_LATE)), faults),
+        _wide(Scenario("abort in RefundPayment", UNSERVED, stop=("RefundPayment", Decision.ABORT_LATE)), faults),
+        _wide(Scenario("redriver, operator and the copies", ORDER, stop=("ChargePayment", Decision.TIMEOUT),
+                       setup_reconciled=True, explored=frozenset({"redriver", "operator", "pipe", "copy"}),
+                       operator=True), min(faults, 1)),
+    ]
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,6 @@ class RunWorld:
         runner.register("redriver", self._redrive)
         runner.register("operator", self._operator)
         runner.register("pipe", self._pipe)
-        runner.register("arrival", self._arrival)
 
     # -- snapshots (moto's state is snapshotted by Services) --------------------------------------------------------
 
@@ -133,6 +132,10 @@ class RunWorld:
                                                          "script": dict(script or {})})
 
     def phase(self, actor: Actor) -> int:
+        limit = self.scenario.arrival_steps
+        if actor.kind == "execution" and limit is not None and actor.label in {m.label for m in self.scenario.arrivals} \
+                and len(actor.log) >= limit:
+            return 2
         return int(actor.spec["phase"])
 
     # -- bodies ----------------------------------------------------------------------------------------------------
@@ -214,14 +217,6 @@ class RunWorld:
         label = f"copy-{self.counters.copies}"
         self.start_execution(Message(label, message["MessageId"], body, attributes))
         sqs.delete_message(QueueUrl=self.services.source_url, ReceiptHandle=message["ReceiptHandle"])
-
-    def _arrival(self, actor: Actor) -> Any:
-        message = Message(**actor.spec["message"])
-
-        def perform(_decision: Decision) -> None:
-            self.start_execution(message)
-
-        self.runner.gate(Call("arrive", message.label), perform)
 
     # -- what an actor's end sets off ------------------------------------------------------------------------------
 
