@@ -93,8 +93,8 @@ def _places(run: Leftovers) -> list[Finding]:
         counts["executions"] += 1
         counts["succeeded"] += execution["end"] == SUCCESS_END
         owner = deliveries.get(execution["record"]["messageId"], {}).get("executionArn")
-        ignored = execution["end"] in DUPLICATE_ENDS or (execution["status"] in ("TIMED_OUT", "ABORTED", "FAILED")
-                                                         and owner not in (None, execution["arn"]))
+        stopped = execution["status"] in ("TIMED_OUT", "ABORTED", "FAILED")
+        ignored = execution["end"] in DUPLICATE_ENDS or (stopped and owner not in (None, execution["arn"]))
         counts["last-ignored"] = int(ignored)  # executions are listed in the order they started
         counts["reconciler-dlq"] += run.reconciler_dlq.count(execution["arn"])
     for record in run.dlq:
@@ -178,8 +178,8 @@ def _announcements(run: Leftovers) -> list[Finding]:
         elif needing and told == 0:
             findings.append(Finding("unannounced", f"{label}: its failure needs a person and nobody was told"))
         elif not needing and told and not alarm:
-            findings.append(Finding("announced for nothing", f"{label}: announced, but "
-                                    + ("its failure waits for an automatic redrive" if records else "it has no failure")))
+            why = "its failure waits for an automatic redrive" if records else "it has no failure"
+            findings.append(Finding("announced for nothing", f"{label}: announced, but {why}"))
     return findings
 
 
@@ -191,34 +191,48 @@ def _publish_window(run: Leftovers) -> bool:
 def _money_and_stock(run: Leftovers) -> list[Finding]:
     if any(record.get("manualRepair") is True for record in run.recorded):
         return []  # a compensation failed: a person repairs by hand, the books cannot balance on their own
-    findings = []
     shipments = [row for row in map(_plain, run.tables["shipments"]) if row["status"] == "ARRANGED"]
-    charges = [row for row in map(_plain, run.tables["payments"]) if str(row["pk"]).startswith("ORDER#")]
-    reservations = [row for row in map(_plain, run.tables["reservations"]) if row["status"] == "RESERVED"]
-    orders = list(map(_plain, run.tables["orders"]))
-    if len(shipments) > 1:
-        findings.append(Finding("shipped twice", str(shipments)))
+    findings = [Finding("shipped twice", str(shipments))] if len(shipments) > 1 else []
     shipper = shipments[0]["attemptId"] if shipments else None
+    return findings + _charges(run, shipper) + _stock(run, shipper) + _ledger(run, shipper)
+
+
+def _charges(run: Leftovers, shipper: str | None) -> list[Finding]:
+    """Every live charge is the shipped attempt's, and the shipped attempt has its own live charge."""
+    findings = []
+    charges = [row for row in map(_plain, run.tables["payments"]) if str(row["pk"]).startswith("ORDER#")]
     for charge in charges:
         if charge["status"] == "CHARGED" and charge["attemptId"] != shipper:
             findings.append(Finding("charged without a shipment or a refund",
                                     f"charge of attempt {charge['attemptId']} is CHARGED; shipped by {shipper}"))
     if shipper is not None and not any(c["status"] == "CHARGED" and c["attemptId"] == shipper for c in charges):
-        findings.append(Finding("shipped without its own charge",
-                                f"attempt {shipper} shipped; charges {[(c['attemptId'], c['status']) for c in charges]}"))
+        findings.append(Finding("shipped without its own charge", f"attempt {shipper} shipped; charges "
+                                f"{[(c['attemptId'], c['status']) for c in charges]}"))
+    return findings
+
+
+def _stock(run: Leftovers, shipper: str | None) -> list[Finding]:
+    """Only the shipped attempt holds a reservation, and the stock is the initial less what is reserved."""
+    findings = []
+    reservations = [row for row in map(_plain, run.tables["reservations"]) if row["status"] == "RESERVED"]
+    taken: Counter[str] = Counter()
     for reservation in reservations:
         if reservation["attemptId"] != shipper:
             findings.append(Finding("stock held for an order that did not ship",
                                     f"attempt {reservation['attemptId']} holds its reservation; shipped by {shipper}"))
-    taken: Counter[str] = Counter()
-    for reservation in reservations:
         for line in reservation["items"]:
             taken[line["M"]["sku"]["S"]] += int(line["M"]["quantity"]["N"])
     for row in map(_plain, run.tables["inventory"]):
         if int(row["available"]) != run.stock[row["sku"]] - taken[row["sku"]]:
             findings.append(Finding("stock does not add up", f"{row['sku']}: {row['available']} available, "
                                     f"{run.stock[row['sku']]} less {taken[row['sku']]} reserved"))
-    for order in orders:
+    return findings
+
+
+def _ledger(run: Leftovers, shipper: str | None) -> list[Finding]:
+    """At quiet nobody runs: the order is COMPLETED if it shipped, and held by no attempt otherwise."""
+    findings = []
+    for order in map(_plain, run.tables["orders"]):
         if order["status"] == "ACTIVE":
             findings.append(Finding("order held by an attempt nobody runs",
                                     f"the ledger says ACTIVE, owned by {order['attemptId']}, at quiet"))

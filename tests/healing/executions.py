@@ -235,7 +235,7 @@ def run_execution(runner: Runner, services: Services, world: SagaWorld, actor_no
             return world.call(name, parameters, decision), services.model.clock
 
         outcome, when = runner.gate(Call("states", name, execution.attempt.label), perform)
-        world.apply(tuple(outcome), when)  # type: ignore[arg-type]
+        world.apply((outcome[0], outcome[1]), when)
         view.history = list(world.events)
     end = execution.end
     if end in SUCCEEDED_ENDS:

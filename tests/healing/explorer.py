@@ -162,14 +162,14 @@ class HealingExplorer:
             self._tally(world, leftovers, report)
             findings = check(leftovers)
             for finding in findings:
-                key = (finding.rule, finding.accepted)
+                rule = (finding.rule, finding.accepted)
                 schedule = list(world.counters.schedule)
-                known = report.findings.get(key)
+                known = report.findings.get(rule)
                 count = known[2] + 1 if known else 1
                 if known is None or len(schedule) < len(known[1]):
-                    report.findings[key] = (finding, schedule, count)
+                    report.findings[rule] = (finding, schedule, count)
                 else:
-                    report.findings[key] = (known[0], known[1], count)
+                    report.findings[rule] = (known[0], known[1], count)
             if observe is not None:
                 observe(world, findings)
             return
@@ -206,13 +206,19 @@ class HealingExplorer:
             stopped_in = view.pending["state"] if view.status in ("TIMED_OUT", "ABORTED") and view.pending else None
             executions.append({"arn": view.arn, "label": actor.label, "record": view.record, "status": view.status,
                                "end": actor.spec.get("result"), "stopped_in": stopped_in})
-        client = services.dynamodb
-        tables = {role: client.scan(TableName=name, ConsistentRead=True)["Items"] for role, name in self.tables.items()}
-        source = [{"messageId": m["id"], "messageAttributes": {name: {"stringValue": value.get("StringValue")}
-                                                                for name, value in m["attributes"].items()}}
+        backend = dynamodb_backends[ACCOUNT][REGION].tables  # raw: read without a call, as DynamoDB JSON
+        tables = {role: [item.to_json()["Attributes"] for item in backend[name].all_items()]
+                  for role, name in self.tables.items()}
+        source = [{"messageId": m["id"], "messageAttributes": _attributes(m["attributes"])}
                   for m in services.queue_bodies(services.source_url)]
         return Leftovers(
             executions=executions, dlq=parse_bodies(services.queue_bodies(services.dlq_url)),
-            recorded=list(model.recorded), lineage=dict(model.lineage), alerts=[n["message"] for n in services.published()],
+            recorded=list(model.recorded), lineage=dict(model.lineage),
+            alerts=[n["message"] for n in services.published()],
             reconciler_dlq=list(model.reconciler_dlq), source_left=source, tables=tables,
             faults=list(world.counters.faults), stock=dict(self.stock), retried=self.retried)
+
+
+def _attributes(stored: dict[str, Any]) -> dict[str, Any]:
+    """moto's stored message attributes in the shape of the pipe's records."""
+    return {name: {"stringValue": value.get("StringValue")} for name, value in stored.items()}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-import greenlet
+import greenlet  # type: ignore[import-untyped]  # it ships no stubs
 from botocore.exceptions import ClientError
 
 

@@ -56,7 +56,7 @@ def _resolve(value: Any, refs: dict[str, str]) -> str:
 def _function(template: dict[str, Any], handler: str) -> dict[str, Any]:
     (props,) = [r["Properties"] for r in template["Resources"].values()
                 if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Handler") == handler]
-    return props
+    return dict(props)
 
 
 class HandlerClient:

@@ -227,7 +227,7 @@ def short_queue(url: str) -> str:
 def _describe_dynamodb(operation: str, kwargs: dict[str, Any]) -> str:
     table = short(kwargs.get("TableName", "transaction"))
     key = kwargs.get("Key") or kwargs.get("Item") or {}
-    first = next(iter(key.values()), {}) if isinstance(key, dict) else {}
+    first: Any = next(iter(key.values()), {}) if isinstance(key, dict) else {}
     value = next(iter(first.values()), "") if isinstance(first, dict) else ""
     stage = kwargs.get("ExpressionAttributeValues", {}).get(":stage", {}).get("S")
     return (f"{table}:{value}" if value else table) + (f" {stage}" if stage else "")
@@ -254,10 +254,10 @@ class LambdaFunctions:
 @contextmanager
 def virtual_sqs_clock(model: Callable[[], Model]) -> Iterator[None]:
     """moto's SQS reads the explorer's clock: visibility timeouts lapse in virtual time, not in wall-clock time."""
-    saved = sqs_models.unix_time, sqs_models.unix_time_millis
-    sqs_models.unix_time = lambda *_a: model().clock  # type: ignore[assignment]
-    sqs_models.unix_time_millis = lambda *_a: model().clock * 1000  # type: ignore[assignment]
+    saved = sqs_models.unix_time, sqs_models.unix_time_millis  # type: ignore[attr-defined]
+    sqs_models.unix_time = lambda *_a: model().clock  # type: ignore[attr-defined]
+    sqs_models.unix_time_millis = lambda *_a: model().clock * 1000  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        sqs_models.unix_time, sqs_models.unix_time_millis = saved
+        sqs_models.unix_time, sqs_models.unix_time_millis = saved  # type: ignore[attr-defined]

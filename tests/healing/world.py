@@ -31,7 +31,7 @@ from ops.healing_policy import HealingPolicy
 from ops.records import Selection
 from ops.redrive import RedriveRequest, redrive_failures
 from tests.healing.executions import EXECUTION_PREFIX, HANDLED_ERROR, Message, SagaWorld, late_call, run_execution
-from tests.healing.gates import LATE, STOPS, Actor, Call, Decision, Runner
+from tests.healing.gates import LATE, STOPS, Actor, Call, Decision
 from tests.healing.services import ACCOUNT, REGION, ExecutionView, Services, at, short_queue
 
 RECONCILER_TIMEOUT = 120  # the Reconciler's and the Redriver's function timeout
@@ -133,8 +133,8 @@ class RunWorld:
 
     def phase(self, actor: Actor) -> int:
         limit = self.scenario.arrival_steps
-        if actor.kind == "execution" and limit is not None and actor.label in {m.label for m in self.scenario.arrivals} \
-                and len(actor.log) >= limit:
+        arrivals = {message.label for message in self.scenario.arrivals}
+        if actor.kind == "execution" and limit is not None and actor.label in arrivals and len(actor.log) >= limit:
             return 2
         return int(actor.spec["phase"])
 
@@ -143,7 +143,7 @@ class RunWorld:
     def _execution(self, actor: Actor) -> Any:
         spec = actor.spec["message"]
         message = Message(spec["label"], spec["message_id"], spec["body"],
-                          tuple(tuple(a) for a in spec["attributes"]))  # type: ignore[misc]
+                          tuple((name, kind, value) for name, kind, value in spec["attributes"]))
         world = SagaWorld(self.services, self.config.states, self.config.substitutions, self.config.handlers,
                           message, actor.spec["arn"])
         return run_execution(self.runner, self.services, world, actor.now)
