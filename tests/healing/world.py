@@ -188,7 +188,8 @@ class RunWorld:
                                  key_field=KEY_FIELD)
         except Exception as error:
             return {"failed": type(error).__name__}
-        return {"redriven": report.redriven}
+        left = sum(1 for o in (report.redrive.outcomes if report.redrive else []) if o.action.value != "redriven")
+        return {"redriven": report.redriven, "left": left}
 
     def _operator(self, actor: Actor) -> Any:
         # ff-ops failures redrive --key <orderId>: the request cli_failures.failures_redrive builds.
@@ -239,8 +240,11 @@ class RunWorld:
                 and self.counters.sweeps < MAX_SWEEPS:
             self.add_sweep(actor.now + SWEEP_EVERY)
         elif actor.kind == "redriver":
+            # The Redriver runs every few minutes: another run comes if the DLQ changed, or this one left a due
+            # record behind (a send or delete that failed) or died.
             seen = tuple(sorted(m["id"] for m in self.services.queue_bodies(self.services.dlq_url)))
-            self.counters.redriver_seen = seen if result is not None and "failed" not in result else None
+            complete = result is not None and "failed" not in result and not result.get("left")
+            self.counters.redriver_seen = seen if complete else None
 
     def add_sweep(self, now: float) -> Actor:
         self.counters.sweeps += 1
