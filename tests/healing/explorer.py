@@ -82,11 +82,16 @@ class Report:
     runs: int = 0
     steps: int = 0
     seconds: float = 0.0
-    findings: dict[tuple[str, str | None], tuple[Finding, list[str], int]] = field(default_factory=dict)
+    # (rule, accepted window, known defect) -> the finding, its shortest schedule, how many runs showed it
+    findings: dict[tuple[str, str | None, str | None], tuple[Finding, list[str], int]] = field(default_factory=dict)
     seen: dict[str, int] = field(default_factory=dict)
 
     def violations(self) -> list[tuple[Finding, list[str], int]]:
         return [entry for entry in self.findings.values() if entry[0].accepted is None]
+
+    def unexplained(self) -> list[tuple[Finding, list[str], int]]:
+        """Violations that are neither accepted nor one of the known defects, each judged on its own run."""
+        return [entry for key, entry in self.findings.items() if key[1] is None and key[2] is None]
 
     def accepted(self) -> list[tuple[Finding, list[str], int]]:
         return [entry for entry in self.findings.values() if entry[0].accepted is not None]
@@ -104,7 +109,10 @@ class HealingExplorer:
         self.retried = {name: {e for r in state.get("Retry", []) for e in r["ErrorEquals"]} - {"States.ALL"}
                         for name, state in config.states.items()}
 
-    def explore(self, scenario: Scenario, observe: Callable[[RunWorld, list[Finding]], None] | None = None) -> Report:
+    def explore(self, scenario: Scenario, classify: Callable[[Finding, list[str]], str | None] = lambda _f, _s: None,
+                observe: Callable[[RunWorld, list[Finding]], None] | None = None) -> Report:
+        """Every schedule of `scenario`; `classify(finding, schedule)` names the known defect a run's finding shows."""
+        self._classify = classify
         report = Report(scenario.name)
         started = time.perf_counter()
         self._reset()
@@ -161,9 +169,9 @@ class HealingExplorer:
             leftovers = self.leftovers(world)
             self._tally(world, leftovers, report)
             findings = check(leftovers)
+            schedule = list(world.counters.schedule)
             for finding in findings:
-                rule = (finding.rule, finding.accepted)
-                schedule = list(world.counters.schedule)
+                rule = (finding.rule, finding.accepted, None if finding.accepted else self._classify(finding, schedule))
                 known = report.findings.get(rule)
                 count = known[2] + 1 if known else 1
                 if known is None or len(schedule) < len(known[1]):
