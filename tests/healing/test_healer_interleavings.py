@@ -2,8 +2,9 @@
 duplicates and resends, through the real handlers, the real Reconciler and Redriver code and moto's services.
 
 The suite's bound (tests/healing/scenarios.py, SUITE) is explored once per module; each scenario's test asserts that
-every violation the books found is one of today's known defects (scenarios.DEFECTS), and each defect has its own
-strict xfail that passes the day it is fixed. The windows the design accepts are listed, not hidden.
+every violation the books found is one of the defects the explorer found (scenarios.DEFECTS); each defect has its
+own test, a strict xfail while the code has it, a guard against its return once it is fixed. The windows the design
+accepts are listed, not hidden.
 """
 
 from __future__ import annotations
@@ -57,7 +58,10 @@ def test_every_interleaving_keeps_the_books_but_for_the_known_defects(reports: d
 
 
 def _xfail(defect: Defect) -> Any:
-    return pytest.param(defect, marks=pytest.mark.xfail(strict=True, reason=defect.reason), id=defect.key)
+    """An open defect's test fails until it is fixed (then the strict xfail fails: set `open=False`); a fixed
+    one's test keeps it from coming back."""
+    marks = [pytest.mark.xfail(strict=True, reason=defect.reason)] if defect.open else []
+    return pytest.param(defect, marks=marks, id=defect.key)
 
 
 # Where each defect shows in the suite's bound (the shortest schedule is printed by the scenario's test).
