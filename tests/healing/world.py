@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -41,7 +40,6 @@ EVENTS_MAX_RECEIVES = 5  # then SQS moves it to the ReconcilerDlq
 SWEEP_EVERY = 900
 REDRIVER_DELAY = 3600  # the Redriver's run is placed once every cool-off has passed (maxCoolOffMinutes)
 MAX_SWEEPS = 3
-HEALER_FAULTS = (Decision.CRASH, Decision.LOST, Decision.REFUSED)
 KEY_FIELD = "orderId"
 
 
@@ -353,5 +351,3 @@ class RunWorld:
         self.after_step()
 
 
-
-Hook = Callable[[RunWorld, Actor], None]
