@@ -129,9 +129,14 @@ explore: install ## the interleaving explorer at its large bound: two faults per
 	$(RUN) pytest -p no:xdist -q -s tests/handlers/explore_large.py
 
 .PHONY: wide
-wide: install ## the wider searches that do not fit the suite: property tests at 5x their examples, the explorer's large bound
+wide: install ## the wider searches that do not fit the suite: property tests at 5x their examples, both explorers' large bounds
 	FF_WIDE=1 $(RUN) pytest -p no:xdist -q tests/workflow/test_properties.py tests/handlers/test_saga_properties.py
 	$(MAKE) explore
+	$(MAKE) explore-healing
+
+.PHONY: explore-healing
+explore-healing: install ## the healing explorer at its wide bound: every fault kind on every healer call (HEALING_FAULTS=1 per run)
+	$(RUN) pytest -p no:xdist -q -s tests/healing/explore_wide.py
 
 .PHONY: mutation
 mutation: install ## mutation testing (mutmut) of the saga's core modules against tests/unit and tests/handlers; slow, not in make test
