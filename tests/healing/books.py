@@ -24,6 +24,12 @@ FIRST_ID, ATTEMPT = "ffFirstMessageId", "ffRedriveAttempt"
 # The two windows the design accepts (docs/design.md, sections 27 and 30).
 HANDLE_FAILURE_WINDOW = "two records: the execution was stopped while HandleFailure's send was in flight"
 PUBLISH_WINDOW = "two announcements: the Reconciler died between SNS accepting its publish and the row saying so"
+RECORD_WINDOW = ("two records: the Reconciler died between its SendMessage and the row saying RECORDED (every reader "
+                 "reads the records of one execution as one)")
+NOTIFY_WINDOW = ("two announcements: the execution was stopped while NotifyFailure's publish was in flight (SNS "
+                 "cannot say whether it took effect, and a standard topic cannot deduplicate)")
+# Faults that end a Reconciler run between its record's SendMessage and its RECORDED update.
+RECORD_FAULTS = ("sqs.send_message(failure) [crash]", "sqs.send_message(failure) [lost]", " RECORDED) [refused]")
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,8 @@ def _places(run: Leftovers) -> list[Finding]:
         ignored = execution["end"] in DUPLICATE_ENDS or (stopped and owner not in (None, execution["arn"]))
         counts["last-ignored"] = int(ignored)  # executions are listed in the order they started
         counts["reconciler-dlq"] += run.reconciler_dlq.count(execution["arn"])
-    for record in run.dlq:
+    # The records of one execution are one failure, one place (the readers keep one: the books say so on their own).
+    for record in {r["executionArn"]: r for r in run.dlq}.values():
         callers.setdefault(_caller(record["record"], run.lineage), Counter())["dlq"] += 1
     for message in run.source_left:
         callers.setdefault(_caller(message, run.lineage), Counter())["source"] += 1
@@ -122,7 +129,8 @@ def _records(run: Leftovers) -> list[Finding]:
         if len(mine) > 1:
             writers = sorted("the Reconciler" if "reconciliation" in r else "HandleFailure" for r in mine)
             accepted = HANDLE_FAILURE_WINDOW if execution.get("stopped_in") == "HandleFailure" \
-                and writers == ["HandleFailure", "the Reconciler"] else None
+                and writers == ["HandleFailure", "the Reconciler"] else RECORD_WINDOW \
+                if writers == ["the Reconciler", "the Reconciler"] and _faulted(run, RECORD_FAULTS) else None
             findings.append(Finding("recorded twice", f"{execution['label']}: {len(mine)} records, by {writers}",
                                     accepted))
     return findings
@@ -173,7 +181,9 @@ def _announcements(run: Leftovers) -> list[Finding]:
         if told > 1:
             by = "NotifyFailure" if all(a.startswith("NotifyFailure") for a in alerts) else "the Reconciler" \
                 if not any(a.startswith("NotifyFailure") for a in alerts) else "NotifyFailure and the Reconciler"
-            accepted = PUBLISH_WINDOW if by == "the Reconciler" and _publish_window(run) else None
+            accepted = PUBLISH_WINDOW if by == "the Reconciler" and _publish_window(run) else NOTIFY_WINDOW \
+                if by == "NotifyFailure and the Reconciler" and execution.get("stopped_in") == "NotifyFailure" \
+                else None
             findings.append(Finding("announced twice", f"{label}: {told} announcements by {by}", accepted))
         elif needing and told == 0:
             findings.append(Finding("unannounced", f"{label}: its failure needs a person and nobody was told"))
@@ -181,6 +191,10 @@ def _announcements(run: Leftovers) -> list[Finding]:
             why = "its failure waits for an automatic redrive" if records else "it has no failure"
             findings.append(Finding("announced for nothing", f"{label}: announced, but {why}"))
     return findings
+
+
+def _faulted(run: Leftovers, markers: tuple[str, ...]) -> bool:
+    return any(marker in fault for fault in run.faults for marker in markers)
 
 
 def _publish_window(run: Leftovers) -> bool:

@@ -95,11 +95,6 @@ class Defect:
 
 
 DEFECTS = [
-    Defect("record-then-crash", "the Reconciler sends the record before it marks the row RECORDED: a crash (or a "
-           "lost response) between the two writes a second record on the redelivery",
-           frozenset({"recorded twice", "in two places"}),
-           ("sqs.send_message(failure) [crash]", "sqs.send_message(failure) [lost]", " RECORDED) [refused]"),
-           open=True),
     Defect("late-charge", "a ChargePayment invocation that outlives its execution's timeout or abort commits after "
            "the Reconciler's RefundPayment: a charge without a shipment or a refund",
            frozenset({"charged without a shipment or a refund"}), ("late ChargePayment(",)),
@@ -120,9 +115,6 @@ DEFECTS = [
            "finished and replaces the row (its stage gone), so the next run (the sweep, a redelivery) reconciles the "
            "execution again: a second record and a second announcement",
            frozenset({"recorded twice", "in two places", "announced twice"}), ("late ClaimFailure(",)),
-    Defect("late-alert", "an abort while NotifyFailure's publish is in flight: the publish lands and the "
-           "Reconciler, seeing NotifyFailure entered but not left, announces again",
-           frozenset({"announced twice"}), ("late NotifyFailure(",), open=True),
 ]
 
 
