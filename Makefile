@@ -13,7 +13,7 @@ TOOLS := .tools
 UV_VERSION := 0.13.8
 NODE_VERSION := 22.23.5
 NODE_MIN_MAJOR := 22
-# The Lambda runtime's minor version (stacks/fire_and_forget/code.py RUNTIME): the venv runs the tests on it.
+# The Lambda runtime's minor version (src/fire_and_forget/construct/code.py RUNTIME): the venv runs the tests on it.
 PYTHON_MINOR := 3.13
 # Node from .tools first for every target, including the jsii child process of the in-process synth in pytest.
 export PATH := $(CURDIR)/$(TOOLS)/node/bin:$(PATH)
@@ -52,7 +52,7 @@ $(TOOLS)/uv/bin/uv: | $(TOOLS)/python
 	@[ "$(UV)" != "$(TOOLS)/uv/bin/uv" ] || $(MAKE) --no-print-directory $(TOOLS)/uv/bin/uv
 	$(UV) sync --frozen --python "$$(cat $(TOOLS)/python)"
 	@# Build the Lambda layer once: uv's cache then holds its arm64 wheels, so later synths work offline.
-	@rm -rf $(TOOLS)/layer && .venv/bin/python -m stacks.fire_and_forget.dependencies_layer $(TOOLS)/layer >/dev/null
+	@rm -rf $(TOOLS)/layer && .venv/bin/python -m fire_and_forget.construct.dependencies_layer $(TOOLS)/layer >/dev/null
 	@touch $@
 
 # Node $(NODE_MIN_MAJOR)+ is required (package.json engines); an older machine Node gets the official binary locally.
@@ -81,9 +81,9 @@ install: .venv/.installed node_modules/.installed ## install Python 3.13 venv, N
 dev: install ## install, plus the pre-commit hooks
 	$(RUN) pre-commit install 2>/dev/null || true
 
-lint: install ## ruff on the whole repository; mypy --strict on stacks, lambdas, offline, ops and app.py
+lint: install ## ruff on the whole repository; mypy --strict on the package (src), the examples and app.py
 	$(RUN) ruff check .
-	$(RUN) mypy stacks lambdas offline ops app.py
+	$(RUN) mypy src stacks lambdas demos app.py
 
 synth: install ## synthesize the template into cdk.out/ (offline)
 	$(CDK) synth --quiet
@@ -112,14 +112,14 @@ DEMO_ARGS ?=
 CATALOG_DEMO_ARGS ?= $(filter --chaos,$(DEMO_ARGS))
 
 demo: synth ## the main job: deploy the app offline, push orders, then product changes, through it (DEMO_ARGS="--orders 500 --chaos")
-	$(RUN) ff-demo $(DEMO_ARGS)
-	$(RUN) ff-demo --example catalog $(CATALOG_DEMO_ARGS)
+	$(RUN) python -m demos.orders.demo $(DEMO_ARGS)
+	$(RUN) python -m demos.orders.demo --example catalog $(CATALOG_DEMO_ARGS)
 
 PRACTICE_ARGS ?=
 
 .PHONY: practice ops
 practice: synth ## the demo, then its account kept alive on 127.0.0.1:4566 for ff-ops (PRACTICE_ARGS="--chaos --port 0")
-	$(RUN) ff-practice start $(PRACTICE_ARGS)
+	$(RUN) python -m demos.orders.practice start $(PRACTICE_ARGS)
 
 ops: install ## run ff-ops from the venv: make ops ARGS="failures list" (or call .venv/bin/ff-ops directly)
 	$(RUN) ff-ops $(ARGS)
@@ -176,8 +176,8 @@ destroy: install ## delete the stacks (STACKS=<name> for one; retained tables, q
 SMOKE_ARGS ?=
 
 .PHONY: smoke
-smoke: install ## check the deployed stack end to end: ff-ops smoke (STACK=<name>, SMOKE_ARGS="--timeout 600 --json")
-	$(RUN) ff-ops smoke $(if $(STACK),--stack $(STACK)) $(SMOKE_ARGS)
+smoke: install ## check the deployed order stack end to end (STACK=<name>, SMOKE_ARGS="--timeout 600 --json")
+	$(RUN) python -m demos.orders.cli_smoke $(if $(STACK),--stack $(STACK)) $(SMOKE_ARGS)
 
 clean: ## remove build outputs (make install keeps .tools/, .venv/ and node_modules/)
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -8,13 +8,14 @@ import sys
 
 import aws_cdk as cdk
 
+from fire_and_forget.construct.compliance import add_compliance_checks
 from stacks.catalog.stack import CatalogStack
 from stacks.config import DEFAULT_STACK_NAME, AppConfig, ConfigError
-from stacks.fire_and_forget.compliance import add_compliance_checks
+from stacks.names import catalog_stack_name
 from stacks.orders.stack import OrderStack
 
 STACK_NAME = DEFAULT_STACK_NAME  # the order example's stack name unless ff:stackName says otherwise
-CATALOG_STACK_NAME = f"{DEFAULT_STACK_NAME}-Catalog"  # the catalog example's: ff:stackName + "-Catalog"
+CATALOG_STACK_NAME = catalog_stack_name()  # the catalog example's: ff:stackName + "-Catalog"
 
 
 def build_app(context: dict[str, object] | None = None, outdir: str | None = None) -> cdk.App:

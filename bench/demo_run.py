@@ -7,10 +7,10 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from offline.accounting import account
-from offline.demo import plan, summarize
-from offline.orders import seed_inventory
-from offline.rehearsal import Rehearsal
+from demos.orders.demo import plan, summarize
+from demos.orders.samples import seed_inventory
+from fire_and_forget.rehearsal.accounting import account
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 SEED = 7  # the demo's default seed
 
@@ -33,7 +33,7 @@ class DemoRun:
 
 
 def run_demo(assembly: Path, orders: int) -> DemoRun:
-    """What `make demo` does for `orders` orders, all sent at once; usage priced by `offline.demo.summarize`."""
+    """What `make demo` does for `orders` orders, all sent at once; usage priced by `demos.orders.demo.summarize`."""
     the_plan = plan(orders, SEED, chaos=False)
     started = time.perf_counter()
     with Rehearsal.start(assembly) as aws:

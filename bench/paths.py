@@ -6,12 +6,12 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from offline.cost import Usage, add, per_million, usage_of_execution
-from offline.demo import MIX, RESEND_SHARE, SQS_DUPLICATE_SHARE
-from offline.faults import Fault, FaultKind
-from offline.orders import OrderKind, make_order, seed_inventory
-from offline.rehearsal import Execution, Rehearsal
-from stacks.contract import DUPLICATE_ENDS
+from demos.orders.demo import MIX, RESEND_SHARE, SQS_DUPLICATE_SHARE
+from demos.orders.samples import OrderKind, make_order, seed_inventory
+from fire_and_forget.rehearsal.cost import Usage, add, per_million, usage_of_execution
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
+from fire_and_forget.runtime.tail import DUPLICATE_ENDS
 
 # Published figures of the anchor samples: billed state transitions of each sample's happy path.
 ANCHORS = (
@@ -87,7 +87,7 @@ def _run_one(aws: Rehearsal, scenario: Scenario) -> PathResult:
     sample = make_order(scenario.kind, scenario.order_number, random.Random(scenario.order_number))
     if scenario.fault is not None:
         task, kind, times = scenario.fault
-        aws.faults.add(Fault(task, kind, times=times, order_id=sample.order_id))
+        aws.faults.add(Fault(task, kind, times=times, key=sample.order_id))
     before = set(aws.pipe.stats.started)
     aws.pipe.duplicate_next = 1 if scenario.duplicate_delivery else 0
     aws.send(sample.body)

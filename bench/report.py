@@ -11,8 +11,8 @@ from bench.demo_run import DemoRun
 from bench.paths import ANCHORS, DUPLICATE, RESEND, SCENARIOS, MixResult, PathResult
 from bench.synth import SuiteRun, SynthTimes
 from bench.throughput import Level
-from offline import cost
-from offline.rehearsal import MAX_IN_FLIGHT
+from fire_and_forget.rehearsal import cost
+from fire_and_forget.rehearsal.rehearsal import MAX_IN_FLIGHT
 
 MAX_COLD_RATIO = 1.5
 
@@ -89,12 +89,13 @@ def _transitions(run: Run) -> str:
     return "\n".join([
         "## 1. State transitions per path",
         "",
-        "Each path is one order sent into the offline rehearsal (`offline.rehearsal`: the synthesized template",
-        "deployed into moto, the real handlers, the pipe in FIRE_AND_FORGET), one path after another. Failures are",
-        "the business errors the handlers raise for such orders (`offline.orders.make_order`); the retried and",
-        "exhausted paths inject Lambda throttles on that order only (`offline.faults`). Step Functions Standard bills",
-        "every state entered plus every retry, so billed transitions = states entered (from the execution history)",
-        "+ retries (the back-off waits the Retry fields asked for, recorded by `offline.clock`).",
+        "Each path is one order sent into the offline rehearsal (`fire_and_forget.rehearsal`: the synthesized",
+        "template deployed into moto, the real handlers, the pipe in FIRE_AND_FORGET), one path after another.",
+        "Failures are the business errors the handlers raise for such orders (`demos.orders.samples.make_order`); the",
+        "retried and exhausted paths inject Lambda throttles on that order only (`fire_and_forget.rehearsal.faults`).",
+        "Step Functions Standard bills every state entered plus every retry, so billed transitions = states entered",
+        "(from the execution history) + retries (the back-off waits the Retry fields asked for, recorded by",
+        "`fire_and_forget.rehearsal.clock`).",
         "",
         _table(["path", "states entered", "retries", "billed transitions", "end", "states"],
                rows, "lrrrll"),
@@ -117,12 +118,13 @@ def _cost(run: Run) -> str:
     return "\n".join([
         "## 2. Cost per 1M orders",
         "",
-        "`offline.cost.usage_of_execution` turns each execution's history into billable requests (billed",
-        "transitions, Lambda invocations, SNS publishes, SQS and DynamoDB requests), priced at `offline.cost.PRICES`.",
+        "`fire_and_forget.rehearsal.cost.usage_of_execution` turns each execution's history into billable requests",
+        "(billed transitions, Lambda invocations, SNS publishes, SQS and DynamoDB requests), priced at",
+        "`fire_and_forget.rehearsal.cost.PRICES`.",
         "",
         _table(["path", "transitions", "Lambda", "SNS", "SQS", "pipe", "DynamoDB W/R", "USD per 1M orders"], rows),
         "",
-        f"**The demo's default mix** (`offline.demo.MIX` and its resend and duplicate shares) costs "
+        f"**The demo's default mix** (`demos.orders.demo.MIX` and its resend and duplicate shares) costs "
         f"**${run.mix.cost_per_million:,.2f} per 1M orders**, {run.mix.transitions_per_message:.3f} billed "
         f"transitions and {run.mix.executions_per_message:.3f} executions per order. It is weighted from the paths",
         "measured above: per message in, sum(share × path) + resend share × resend path + duplicate share × the",
@@ -137,7 +139,7 @@ def _cost(run: Run) -> str:
         "",
         _table(["item", "USD per 1M", "unit", "source"], prices, "lrll"),
         "",
-        "Assumptions (where the rehearsal cannot measure AWS), from `offline.cost`:",
+        "Assumptions (where the rehearsal cannot measure AWS), from `fire_and_forget.rehearsal.cost`:",
         "",
         f"- Lambda memory {cost.LAMBDA_MEMORY_GB} GB and {cost.LAMBDA_BILLED_MS} ms billed per invocation (a"
         " DynamoDB-bound handler's warm duration in AWS; offline timings are not AWS timings).",
@@ -154,10 +156,10 @@ def _demo_check(run: Run) -> str:
         return "The cross-check against the demo's own plan was skipped in this run (`--demo-orders 0`)."
     kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(demo.kinds.items(), key=lambda kv: -kv[1]))
     return "\n".join([
-        f"Cross-check: the demo's own plan (`offline.demo.plan({demo.orders}, seed={demo.seed}, chaos=False)`, "
+        f"Cross-check: the demo's own plan (`demos.orders.demo.plan({demo.orders}, seed={demo.seed}, chaos=False)`, "
         f"{kinds}; "
         f"{demo.messages} messages, {demo.executions} executions) sent at once through one rehearsal and priced by",
-        f"`offline.demo.summarize`: **${demo.cost_per_million:,.2f} per 1M orders**, "
+        f"`demos.orders.demo.summarize`: **${demo.cost_per_million:,.2f} per 1M orders**, "
         f"{demo.transitions_per_message:.3f} billed transitions per message, conservation "
         f"{'balanced' if demo.balanced else 'NOT balanced'}, {demo.seconds:.0f} s. It differs from the weighted",
         "figure by its sample (a plan of this size does not hit the shares exactly) and by concurrency: all of its",
@@ -234,7 +236,8 @@ def _throughput(run: Run) -> str:
         "are not counted. Each level is repeated up to about 100 orders (median). This is the emulator's throughput",
         "on this machine, under one Python interpreter: it says how the offline stack scales, not what AWS does",
         f"(section 6). The rehearsal lets at most {MAX_IN_FLIGHT} executions run at once",
-        "(`offline.rehearsal.MAX_IN_FLIGHT`, so no Task waits for the interpreter until its real timeout); above",
+        "(`fire_and_forget.rehearsal.rehearsal.MAX_IN_FLIGHT`, so no Task waits for the interpreter until its real",
+        "timeout); above",
         "that the pipe leaves the rest in the queue until executions finish.",
         "",
         _table(["concurrent messages", "runs", "median s", "orders/s", "vs 1 message", "CPU ms per order",

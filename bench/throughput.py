@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from offline.orders import OrderKind, make_order, seed_inventory
-from offline.rehearsal import Rehearsal
+from demos.orders.samples import OrderKind, make_order, seed_inventory
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 
 @dataclass(frozen=True)

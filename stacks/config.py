@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from stacks.fire_and_forget.settings import (  # re-exported: the app's config keys are the pipeline's and its own
+from fire_and_forget.construct.settings import (  # re-exported: the app's config keys are the pipeline's and its own
     DEFAULT_RUNBOOK_URL,
     LOG_RETENTION_DAYS,
     MAX_RETENTION_DAYS,
@@ -16,13 +16,13 @@ from stacks.fire_and_forget.settings import (  # re-exported: the app's config k
     PipelineSettings,
     RetryConfig,
 )
+from stacks.names import DEFAULT_STACK_NAME, catalog_stack_name
 
 __all__ = ["DEFAULT_RUNBOOK_URL", "DEFAULT_STACK_NAME", "LOG_RETENTION_DAYS", "MAX_RETENTION_DAYS", "AlarmConfig",
            "AppConfig", "ConfigError", "PipelineSettings", "RetryConfig"]
 
 CONTEXT_PREFIX = "ff:"
 
-DEFAULT_STACK_NAME = "FireAndForget"
 # What a pattern-checked value must look like, in words (pydantic's own message quotes the regular expression).
 PATTERN_HELP = {
     "stackName": "a CloudFormation stack name: a letter, then letters, digits or '-', at most 128 characters",
@@ -70,7 +70,7 @@ class AppConfig(PipelineSettings):
     @property
     def catalog_stack_name(self) -> str:
         """The second example's stack (the catalog search index), named after the first."""
-        return f"{self.stack_name}-Catalog"
+        return catalog_stack_name(self.stack_name)
 
     @classmethod
     def from_context(cls, context: dict[str, Any]) -> AppConfig:

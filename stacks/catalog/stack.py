@@ -12,7 +12,7 @@ from typing import Any
 from aws_cdk import Stack
 from constructs import Construct
 
-from stacks.fire_and_forget import (
+from fire_and_forget.construct import (
     RUNTIME,
     DependenciesLayer,
     FireAndForgetPipeline,
@@ -22,8 +22,8 @@ from stacks.fire_and_forget import (
     WorkflowMetrics,
     handler_code,
 )
-from stacks.fire_and_forget.messaging_key import MessagingKey
-from stacks.fire_and_forget.task_resources import encrypted_table, task_function
+from fire_and_forget.construct.messaging_key import MessagingKey
+from fire_and_forget.construct.task_resources import encrypted_table, task_function
 
 REPO = Path(__file__).resolve().parents[2]
 ASL_FILE = REPO / "statemachines" / "catalog" / "index_product.asl.json"

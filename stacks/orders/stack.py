@@ -9,9 +9,9 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fire_and_forget.construct import FireAndForgetPipeline, PipelineProps, PipelineSettings, Workflow, workflow
+from fire_and_forget.construct.messaging_key import MessagingKey
 from stacks.config import AppConfig
-from stacks.fire_and_forget import FireAndForgetPipeline, PipelineProps, PipelineSettings, Workflow, workflow
-from stacks.fire_and_forget.messaging_key import MessagingKey
 from stacks.orders.tasks import ORDER_METRICS, SagaTasks
 
 ASL_FILE = Path(__file__).resolve().parents[2] / "statemachines" / "orders" / "order_saga.asl.json"
@@ -20,7 +20,7 @@ COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
 # Which compensation undoes which step: the reconciler runs them, last step first, for an execution that stopped
 # outside the failure tail (timed out, aborted, or failed inside the tail).
 UNDO = {"ReserveInventory": "ReleaseInventory", "ChargePayment": "RefundPayment", "ArrangeShipping": "CancelShipment"}
-# `ff-ops smoke` stocks one item of its own (SMOKE-<run id>) in the inventory table and deletes it afterwards.
+# `make smoke` stocks one item of its own (SMOKE-<run id>) in the inventory table and deletes it afterwards.
 SMOKE_STOCK = ["dynamodb:PutItem", "dynamodb:DeleteItem"]
 CLAIMS_DELIVERY = "ReserveInventory"
 
@@ -62,7 +62,7 @@ class OrderStack(Stack):
         self._let_operators_smoke_test(tasks)
 
     def _let_operators_smoke_test(self, tasks: SagaTasks) -> None:
-        """`ff-ops smoke` sends a real order through, so it stocks the one sku that order buys, and only that."""
+        """`make smoke` sends a real order through, so it stocks the one sku that order buys, and only that."""
         policy = self.pipeline.operator_policy
         policy.add_statements(
             iam.PolicyStatement(sid="StockTheSmokeItem", actions=SMOKE_STOCK,

@@ -10,9 +10,9 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from fire_and_forget.construct import RUNTIME, DependenciesLayer, WorkflowMetrics, handler_code
+from fire_and_forget.construct.task_resources import encrypted_table, task_function
 from stacks.config import AppConfig
-from stacks.fire_and_forget import RUNTIME, DependenciesLayer, WorkflowMetrics, handler_code
-from stacks.fire_and_forget.task_resources import encrypted_table, task_function
 
 HANDLERS_DIR = Path(__file__).resolve().parents[2] / "lambdas" / "orders"
 METRICS_NAMESPACE = "FireAndForget"

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import ops.dlq
-from offline.faults import Fault, FaultKind
-from offline.rehearsal import Rehearsal
-from ops.cli import app
+import fire_and_forget.runtime.dlq
+from demos.orders.cli_smoke import app as smoke_app
+from fire_and_forget.cli.app import app
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.conftest import publish_pipe
 from tests.support.cdk import CATALOG_STACK_NAME
 
@@ -39,7 +40,8 @@ def _forget_handler_client() -> None:
 @pytest.fixture
 def aws(cloud_assembly: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rehearsal]:
     """The catalog stack of this session's assembly, deployed into moto (a fresh account per test)."""
-    monkeypatch.setattr(ops.dlq, "DEFAULT_WAIT_SECONDS", 0)  # short polling is exact in moto (as in tests/ops)
+    # Short polling is exact in moto (as in tests/ops).
+    monkeypatch.setattr(fire_and_forget.runtime.dlq, "DEFAULT_WAIT_SECONDS", 0)
     _forget_handler_client()
     try:
         with Rehearsal.start(cloud_assembly, stack_name=CATALOG_STACK_NAME) as rehearsal:
@@ -192,10 +194,11 @@ def test_report_counts_the_catalog_failures_from_their_records(aws: Rehearsal, t
 
 
 def test_smoke_refuses_the_catalog_stack_as_a_usage_error_before_sending_anything(aws: Rehearsal) -> None:
-    code, doc = ff_ops("smoke", "--timeout", "1")
+    result = CliRunner().invoke(smoke_app, ["--timeout", "1", "--stack-name", CATALOG_STACK_NAME, "--json"])
+    code, doc = result.exit_code, json.loads(result.stdout)
 
     assert code == 2 and doc["error"]["type"] == "UsageError"
-    assert doc["error"]["message"].startswith("ff-ops smoke checks the order example")
+    assert doc["error"]["message"].startswith("the smoke test checks the order example")
     assert "productId" in doc["error"]["message"] and "InventoryTableName" in doc["error"]["message"]
     assert "for another pipeline" in doc["error"]["hint"]
     assert aws.messages("SourceQueueUrl") == [] and aws.executions() == []

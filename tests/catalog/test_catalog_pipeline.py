@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import ops.dlq
-from offline.accounting import Place, account, advance_past_retries
-from offline.faults import Fault, FaultKind
-from offline.rehearsal import Execution, Rehearsal
-from ops.cli import app as ff_ops_app
+import fire_and_forget.runtime.dlq
+from fire_and_forget.cli.app import app as ff_ops_app
+from fire_and_forget.rehearsal.accounting import Place, account, advance_past_retries
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
 from tests.ops.conftest import publish_pipe
 from tests.support.cdk import CATALOG_STACK_NAME
 
@@ -39,7 +39,7 @@ CALLS_PER_ATTEMPT = 3
 def aws(cloud_assembly: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rehearsal]:
     """The catalog stack of this session's assembly, deployed into moto (a fresh account per test)."""
     # Long polling makes ff-ops' last, empty receive wait in moto; short polling is exact there (as in tests/ops).
-    monkeypatch.setattr(ops.dlq, "DEFAULT_WAIT_SECONDS", 0)
+    monkeypatch.setattr(fire_and_forget.runtime.dlq, "DEFAULT_WAIT_SECONDS", 0)
     with Rehearsal.start(cloud_assembly, stack_name=CATALOG_STACK_NAME) as rehearsal:
         publish_pipe(rehearsal)  # what ff-ops status reads and moto's CloudFormation skips
         yield rehearsal

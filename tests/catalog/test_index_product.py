@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from fire_and_forget.deliveries import DynamoDBDeliveryClaims
-from fire_and_forget.errors import DuplicateDelivery, TransientError
+from fire_and_forget.runtime.deliveries import DynamoDBDeliveryClaims
+from fire_and_forget.runtime.errors import DuplicateDelivery, TransientError
 from index_product import logic
 from index_product.errors import InvalidDocument
 from index_product.model import MAX_TERMS, parse_document, search_terms

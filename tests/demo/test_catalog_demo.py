@@ -10,9 +10,10 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from offline import catalog_demo, demo
-from offline.products import ProductFate, plan_products
-from offline.rehearsal import Rehearsal
+from demos.catalog import demo as catalog_demo
+from demos.catalog.samples import ProductFate, plan_products
+from demos.orders import demo
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.support.cdk import CATALOG_STACK_NAME
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)

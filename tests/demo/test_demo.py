@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from offline import demo
-from offline.accounting import Ledger, MessageFate, Place
+from demos.orders import demo
+from fire_and_forget.rehearsal.accounting import Ledger, MessageFate, Place
 
 
 @pytest.mark.parametrize(("orders", "chaos"), [(16, False), (40, True)])
@@ -57,7 +57,7 @@ def test_the_demo_accounts_for_every_message(cloud_assembly: Path, tmp_path: Pat
 
 
 def test_a_long_order_id_is_cut_and_says_so() -> None:
-    from offline.demo_report import shown_order_id
+    from demos.orders.report import shown_order_id
 
     assert shown_order_id("ord-000001") == "ord-000001"
     assert shown_order_id("o" * 5000) == "oooooooooooo... (5000 chars)"

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from offline.demo import quiet_logs, run_demo
-from offline.orders import OUT_OF_STOCK_SKU
-from offline.practice import PracticeAccount, instructions, practice_account
-from offline.practice_gateway import REDRIVE_UNSUPPORTED
-from offline.rehearsal import Rehearsal
+from demos.orders.demo import quiet_logs, run_demo
+from demos.orders.practice import PracticeAccount, instructions, practice_account
+from demos.orders.samples import OUT_OF_STOCK_SKU
+from fire_and_forget.rehearsal.practice_gateway import REDRIVE_UNSUPPORTED
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 ROOT = Path(__file__).resolve().parents[2]
 TRANSCRIPTS = ROOT / "docs" / "transcripts"
@@ -59,7 +59,7 @@ def practice(cloud_assembly: Path) -> Iterator[PracticeAccount]:
 
 def run(account: PracticeAccount, *command: str) -> subprocess.CompletedProcess[str]:
     """A command as the operator types it, in a shell holding only the printed exports (and PATH)."""
-    tool = {"ff-ops": "ops.cli", "ff-practice": "offline.practice"}[command[0]]
+    tool = {"ff-ops": "fire_and_forget.cli.app", "ff-practice": "demos.orders.practice"}[command[0]]
     env = {
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", "/tmp"),
@@ -194,7 +194,7 @@ def test_ctrl_c_or_kill_stops_the_practice_account_cleanly(
     command = [
         sys.executable,
         "-m",
-        "offline.practice",
+        "demos.orders.practice",
         "start",
         "--orders",
         "4",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ops.trend_page import trend_page
+from demos.orders.report import trend_page
 from tests.support.chromium import chromium
 
 

@@ -1,7 +1,7 @@
 """The books of one explored run, read from the raw tables and the run's DLQ and alerts.
 
 Deliberately independent: it shares no code with the handlers (no adapter, no status constant) nor with
-offline/accounting.py. It reads DynamoDB JSON itself and states each rule as the issue words it.
+src/fire_and_forget/rehearsal/accounting.py. It reads DynamoDB JSON itself and states each rule as the issue words it.
 """
 
 from __future__ import annotations

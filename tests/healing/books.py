@@ -1,11 +1,11 @@
 """The healing explorer's books: what one run left, read raw, and every rule it must keep.
 
-Deliberately independent: no code of the handlers, lambdas/healing, ops/ or offline/accounting.py. It reads the
-tables as DynamoDB JSON, the failure DLQ and the topic from moto's own stores, the messages SendMessage put in the
-failure DLQ, and how each execution ended; the rules are stated here as the pipeline promises them:
-nothing lost, nothing in two places, nothing announced twice, every failure that needs a person announced once,
-nothing charged without a shipment or a refund, no stock held and no order held for an order that did not ship.
-Two windows the design accepts are named (`accepted`) rather than reported as defects.
+Deliberately independent: no code of the handlers, lambdas/healing, src/fire_and_forget/cli/ or
+src/fire_and_forget/rehearsal/accounting.py. It reads the tables as DynamoDB JSON, the failure DLQ and the topic from
+moto's own stores, the messages SendMessage put in the failure DLQ, and how each execution ended; the rules are stated
+here as the pipeline promises them: nothing lost, nothing in two places, nothing announced twice, every failure that
+needs a person announced once, nothing charged without a shipment or a refund, no stock held and no order held for an
+order that did not ship. Two windows the design accepts are named (`accepted`) rather than reported as defects.
 """
 
 from __future__ import annotations

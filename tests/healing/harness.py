@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from common import aws, idempotency
-from healing.reconciliation import ReconcilerSettings
-from ops.healing_policy import HealingPolicy
+from fire_and_forget.healing.reconciliation import ReconcilerSettings
+from fire_and_forget.runtime.healing_policy import HealingPolicy
 from tests.handlers.conftest import FakeLambdaContext, emulated_account
 from tests.handlers.explorer import order_states, quiet_handlers
 from tests.healing.executions import Message
@@ -31,7 +31,7 @@ TASK_HANDLERS = {
     "RefundPayment": "refund_payment.handler.handler",
     "ReleaseInventory": "release_inventory.handler.handler",
 }
-RECONCILER = "healing.reconciler.handler"
+RECONCILER = "fire_and_forget.healing.reconciler.handler"
 STOCK = {"SKU-A": 5, "SKU-B": 5}
 ORDER = events.order(orderId="ord-x", items=[{"sku": "SKU-A", "quantity": 2}, {"sku": "SKU-B", "quantity": 1}])
 FIRST = Message("first", "m-1", ORDER)

@@ -24,11 +24,11 @@ from typing import Any
 
 from moto.sqs.models import sqs_backends
 
-from healing.auto_redrive import redrive_due
-from healing.reconciliation import Reconciler, ReconcilerSettings
-from ops.healing_policy import HealingPolicy
-from ops.records import Selection
-from ops.redrive import RedriveRequest, redrive_failures
+from fire_and_forget.healing.auto_redrive import redrive_due
+from fire_and_forget.healing.reconciliation import Reconciler, ReconcilerSettings
+from fire_and_forget.runtime.healing_policy import HealingPolicy
+from fire_and_forget.runtime.records import Selection
+from fire_and_forget.runtime.redrive import RedriveRequest, redrive_failures
 from tests.healing.executions import EXECUTION_PREFIX, HANDLED_ERROR, Message, SagaWorld, late_call, run_execution
 from tests.healing.gates import LATE, STOPS, Actor, Call, Decision
 from tests.healing.services import ACCOUNT, REGION, ExecutionView, Services, at, short_queue

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from stacks.fire_and_forget.alert_path import ALERT_PATH_ALARMS
+from fire_and_forget.construct.alert_path import ALERT_PATH_ALARMS
 from tests.support.alarm_template import alarm
 from tests.support.cdk import cdk_context, load_template, synthesize
 from tests.support.template import of_type, one

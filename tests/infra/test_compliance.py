@@ -14,10 +14,10 @@ import pytest
 from aws_cdk import aws_sqs as sqs
 
 from app import CATALOG_STACK_NAME
+from fire_and_forget.construct.compliance import add_compliance_checks
+from fire_and_forget.construct.workflow import render_definition
 from stacks.catalog.stack import ASL_FILE as CATALOG_ASL
 from stacks.config import AppConfig
-from stacks.fire_and_forget.compliance import add_compliance_checks
-from stacks.fire_and_forget.workflow import render_definition
 from stacks.orders.stack import ASL_FILE, COMPENSATIONS
 from tests.support.cdk import REPO, STACK_NAME, load_template
 

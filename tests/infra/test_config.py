@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from fire_and_forget.construct.settings import MIN_DLQ_RETENTION_DAYS, HealingConfig
 from stacks.config import AppConfig, ConfigError
-from stacks.fire_and_forget.settings import MIN_DLQ_RETENTION_DAYS, HealingConfig
 from tests.support.cdk import REPO, cdk_context, synthesize
 
 

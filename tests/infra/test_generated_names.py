@@ -10,7 +10,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_stepfunctions as sfn
 
-from stacks.fire_and_forget.pipeline import GENERATED_SUFFIX, MAX_STATE_MACHINE_NAME, _GeneratedNamesFit
+from fire_and_forget.construct.pipeline import GENERATED_SUFFIX, MAX_STATE_MACHINE_NAME, _GeneratedNamesFit
 from tests.support.cdk import CATALOG_STACK_NAME, STACK_NAME
 from tests.support.template import of_type
 

@@ -81,7 +81,7 @@ def test_the_failure_events_queue_outlasts_the_reconciler(stack: dict[str, Any])
 def test_an_event_the_reconciler_has_not_taken_is_alarmed_on_long_before_it_expires(stack: dict[str, Any]) -> None:
     """SQS deletes a message that is never received when its retention ends, without moving it to the DLQ; the alarm
     on the queue's oldest message fires first, at any threshold the settings accept (docs/design.md, "Self-healing")."""
-    from stacks.fire_and_forget.settings import AlarmConfig
+    from fire_and_forget.construct.settings import AlarmConfig
 
     queue_id, queue = one(stack, "AWS::SQS::Queue", "PipelineExecutionEventsFailureEventsQueue")
     alarm = one(stack, "AWS::CloudWatch::Alarm", "PipelineMonitoringFailureEventsWaiting")[1]["Properties"]
@@ -123,7 +123,7 @@ def test_each_schedule_is_a_valid_rate_with_a_flexible_time_window(stack: dict[s
 @pytest.mark.parametrize("minutes", [1, 2, 60])
 def test_the_construct_writes_the_singular_unit_for_one(minutes: int) -> None:
     """The rule above, on the expression the construct builds for any configured period (1 is the edge)."""
-    from stacks.fire_and_forget.healing import rate_expression
+    from fire_and_forget.construct.healing import rate_expression
 
     expression = rate_expression(minutes)
     match = RATE.fullmatch(expression)

@@ -12,8 +12,8 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 
-from stacks.fire_and_forget.code import RUNTIME
-from stacks.fire_and_forget.dependencies_layer import DependenciesLayer, build_layer, locked_requirements
+from fire_and_forget.construct.code import RUNTIME
+from fire_and_forget.construct.dependencies_layer import DependenciesLayer, build_layer, locked_requirements
 from tests.support.cdk import REPO, STACK_NAME
 
 EM_AARCH64 = 183  # ELF e_machine of 64-bit ARM (Graviton)

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from stacks.fire_and_forget.alert_path import ALERT_PATH_ALARMS
+from fire_and_forget.construct.alert_path import ALERT_PATH_ALARMS
 from stacks.orders.tasks import ORDER_METRICS, TASKS
 from tests.support.alarm_template import ALARM, alarm, dimensions, metric_stats
 from tests.support.template import of_type, one, ref_or_att
 
 LAMBDAS = Path(__file__).resolve().parents[2] / "lambdas" / "orders"
-HEALING_CODE = Path(__file__).resolve().parents[2] / "lambdas" / "healing"
+HEALING_CODE = Path(__file__).resolve().parents[2] / "src" / "fire_and_forget" / "healing"
 FUNCTIONS = tuple(spec.construct_id for spec in TASKS)
 QUEUES = {  # the runbook's name -> logical id prefix
     "PipelineSourceQueue": "PipelineSourceQueue4",
@@ -225,7 +225,7 @@ def test_every_alarm_reaches_the_topic_exactly_once(template: dict[str, Any], co
 def test_the_failure_dlq_alarm_notifies_when_nothing_heals_by_itself(tmp_path: Path, attempts: int,
                                                                      notifies: bool) -> None:
     """With `healing.maxAttempts` 0 no record waits for a retry: FailureDlqNotEmpty notifies again."""
-    from stacks.fire_and_forget import PipelineSettings
+    from fire_and_forget.construct import PipelineSettings
     from tests.pipeline import minimal
 
     scope = minimal.stack()

@@ -8,8 +8,8 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_stepfunctions as sfn
 
+from fire_and_forget.construct.pipe import InvalidPipeTarget, Pipe, check_invocation_type
 from stacks.config import AppConfig
-from stacks.fire_and_forget.pipe import InvalidPipeTarget, Pipe, check_invocation_type
 from tests.support.template import actions, one, ref_or_att, statements
 
 

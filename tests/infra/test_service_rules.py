@@ -211,7 +211,7 @@ def test_slack_and_webhooks_get_a_chatbot_custom_notification(template: dict[str
 
 def reconciler_alerts(template: dict[str, Any]) -> list[Any]:
     """The Reconciler's announcement with every value at its longest, one per status and per state it can name."""
-    from healing.alerts import failure_alert
+    from fire_and_forget.healing.alerts import failure_alert
 
     (definition,) = [d for lid, d in definitions(template).items() if lid.startswith("PipelineWorkflow")]
     return [

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from fire_and_forget.construct.workflow import TAIL_FILE
 from stacks.config import AppConfig, RetryConfig
-from stacks.fire_and_forget.workflow import TAIL_FILE
 from stacks.orders.stack import ASL_FILE, render_definition
 from tests.support.template import one, ref_or_att
 

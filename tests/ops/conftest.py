@@ -1,9 +1,9 @@
 """The operator CLI against one offline deployment for the whole package, reset before each test.
 
-One rehearsal per package instead of per test keeps tests/ops fast (a deployment takes 1.5-2 s); each test starts
-from empty queues and tables and freshly seeded inventory. Probes that look at executions or notifications
-(offline.accounting) only count the message ids a test passes them and the executions the pipe started since the
-reset, so earlier tests' executions do not leak in.
+One rehearsal per package instead of per test keeps tests/ops fast (a deployment takes 1.5-2 s); each test starts from
+empty queues and tables and freshly seeded inventory. Probes that look at executions or notifications
+(fire_and_forget.rehearsal.accounting) only count the message ids a test passes them and the executions the pipe started
+since the reset, so earlier tests' executions do not leak in.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import boto3
 import pytest
 from typer.testing import CliRunner
 
-import ops.dlq
-from offline.deployment import ACCOUNT
-from offline.orders import seed_inventory
-from offline.rehearsal import Rehearsal
+import fire_and_forget.runtime.dlq
+from demos.orders.samples import seed_inventory
+from fire_and_forget.rehearsal.deployment import ACCOUNT
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
 
@@ -39,7 +39,7 @@ def deployment(cloud_assembly: Path) -> Iterator[Rehearsal]:
 def aws(deployment: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
     """The deployment with empty queues and tables, inventory seeded, no faults."""
     # Long polling makes the last, empty receive of a read wait 1 s in moto; short polling is exact in moto.
-    monkeypatch.setattr(ops.dlq, "DEFAULT_WAIT_SECONDS", 0)
+    monkeypatch.setattr(fire_and_forget.runtime.dlq, "DEFAULT_WAIT_SECONDS", 0)
     # SQS allows one PurgeQueue a minute per queue; resetting between tests is not what that rule is about.
     monkeypatch.setenv("MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR", "false")
     deployment.faults.clear()

@@ -6,8 +6,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ops.healing_policy import ATTEMPT_ATTRIBUTE, FIRST_MESSAGE_ATTRIBUTE, HealingPolicy
-from ops.records import RECORD_KIND
+from fire_and_forget.runtime.healing_policy import ATTEMPT_ATTRIBUTE, FIRST_MESSAGE_ATTRIBUTE, HealingPolicy
+from fire_and_forget.runtime.records import RECORD_KIND
 
 # A policy shaped like the order saga's: ChargePayment retries a throttle, nothing retries OutOfStock.
 POLICY = HealingPolicy(

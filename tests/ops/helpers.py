@@ -9,9 +9,9 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from offline.orders import OUT_OF_STOCK_SKU, OrderKind, make_order
-from offline.rehearsal import Rehearsal
-from ops.cli import app
+from demos.orders.samples import OUT_OF_STOCK_SKU, OrderKind, make_order
+from fire_and_forget.cli.app import app
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 
 def failed_orders(aws: Rehearsal, count: int, kind: OrderKind = OrderKind.OUT_OF_STOCK, first: int = 1) -> list[str]:

@@ -7,8 +7,8 @@ import json
 import boto3
 from typer.testing import CliRunner
 
-from offline.rehearsal import Rehearsal
-from ops.cli import app
+from fire_and_forget.cli.app import app
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import depth, failed_orders, ff_ops, queued_orders
 
 FOREIGN = ["hello, not json", json.dumps({"kind": "somebody-else.v1", "record": {"body": "{}"}}),

@@ -7,8 +7,8 @@ import random
 
 from typer.testing import CliRunner
 
-from offline.orders import OrderKind, make_order
-from offline.rehearsal import Rehearsal
+from demos.orders.samples import OrderKind, make_order
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import depth, ff_ops
 
 SIGNATURE = bytes(range(256))  # not valid UTF-8: only a BinaryValue can carry it

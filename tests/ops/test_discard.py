@@ -8,11 +8,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from offline.rehearsal import Rehearsal
-from ops.cli import app
-from ops.discard import DiscardRequest, Verdict, discard_failures
-from ops.errors import ExitCode
-from ops.records import Selection
+from fire_and_forget.cli.app import app
+from fire_and_forget.cli.discard import DiscardRequest, Verdict, discard_failures
+from fire_and_forget.cli.errors import ExitCode
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.runtime.records import Selection
 from tests.ops.helpers import depth, failed_orders, ff_ops, queued_orders
 
 

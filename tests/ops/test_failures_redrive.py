@@ -6,10 +6,10 @@ import json
 
 from typer.testing import CliRunner
 
-from offline.accounting import Place, account
-from offline.faults import Fault, FaultKind
-from offline.orders import OUT_OF_STOCK_SKU, OrderKind
-from offline.rehearsal import Rehearsal
+from demos.orders.samples import OUT_OF_STOCK_SKU, OrderKind
+from fire_and_forget.rehearsal.accounting import Place, account
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import depth, failed_orders, ff_ops, queued_orders, restock, shipped, stock
 
 

@@ -10,10 +10,10 @@ import boto3
 import pytest
 from typer.testing import CliRunner
 
-from offline.deployment import ACCOUNT
-from offline.rehearsal import Rehearsal
-from ops.cli import app
-from ops.healing_policy import HealingPolicy
+from fire_and_forget.cli.app import app
+from fire_and_forget.rehearsal.deployment import ACCOUNT
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.runtime.healing_policy import HealingPolicy
 from tests.ops.healing_records import reconciliation, record_body
 from tests.ops.helpers import failed_orders, ff_ops
 

@@ -1,4 +1,5 @@
-"""ff-ops says what each failure record waits for exactly as the Redriver decides it (ops/healing.py)."""
+"""ff-ops says what each failure record waits for exactly as the Redriver decides it
+(src/fire_and_forget/cli/healing.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from healing import auto_redrive, telemetry
-from ops import healing_status
-from ops.errors import OutputsMissing
-from ops.healing import Waiting, policy_of, waiting_for
-from ops.healing_policy import Disposition, HealingPolicy
-from ops.records import FailureRecord, parse
-from ops.stack import DeployedStack
+from fire_and_forget.cli import healing_status
+from fire_and_forget.cli.errors import OutputsMissing
+from fire_and_forget.cli.healing import Waiting, policy_of, waiting_for
+from fire_and_forget.cli.stack import DeployedStack
+from fire_and_forget.healing import auto_redrive, telemetry
+from fire_and_forget.runtime.healing_policy import Disposition, HealingPolicy
+from fire_and_forget.runtime.records import FailureRecord, parse
 from tests.ops.healing_records import POLICY, reconciliation, record_body
 
 FAILED_AT = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
@@ -165,7 +166,7 @@ def test_the_policy_is_read_from_the_stack_output_as_the_construct_writes_it() -
 
 
 def test_metric_names_and_dimension_are_the_ones_the_healing_functions_publish() -> None:
-    from stacks.fire_and_forget.healing import HEALING_SERVICE_SUFFIX
+    from fire_and_forget.construct.healing import HEALING_SERVICE_SUFFIX
 
     assert (healing_status.RECONCILED, healing_status.AUTO_REDRIVEN) == (telemetry.RECONCILED, telemetry.AUTO_REDRIVEN)
     assert healing_status.HEALING_SERVICE_SUFFIX == HEALING_SERVICE_SUFFIX

@@ -9,9 +9,9 @@ import typer
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from offline.rehearsal import Rehearsal
-from ops.cli import app
-from ops.trace import COMPENSATIONS_OUTPUT
+from fire_and_forget.cli.app import app
+from fire_and_forget.cli.trace import COMPENSATIONS_OUTPUT
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from stacks.orders.stack import COMPENSATIONS as SAGA_COMPENSATIONS
 from tests.ops.helpers import failed_orders
 

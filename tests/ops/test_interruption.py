@@ -12,10 +12,10 @@ from typing import Any
 import boto3
 import pytest
 
-from offline.orders import OUT_OF_STOCK_SKU
-from offline.rehearsal import Rehearsal
-from ops.records import Selection
-from ops.redrive import RedriveRequest, redrive_failures
+from demos.orders.samples import OUT_OF_STOCK_SKU
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.runtime.records import Selection
+from fire_and_forget.runtime.redrive import RedriveRequest, redrive_failures
 from tests.ops.helpers import depth, failed_orders, queued_orders, restock, shipped, stock
 
 

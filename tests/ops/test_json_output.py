@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from offline.rehearsal import Rehearsal
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import failed_orders, ff_ops
 
 FAILURE = {"messageId", "sourceMessageId", "key", "error", "cause", "failedState", "failedAt", "manualRepair",
@@ -34,7 +34,8 @@ def test_failures_list_and_show_documents(aws: Rehearsal, cli: CliRunner) -> Non
     assert listing["keyField"] == "orderId" and [f["key"] for f in listing["failures"]] == [order_id]
     assert [set(f) for f in listing["failures"]] == [FAILURE]
     assert [set(m) for m in listing["unrecognized"]] == [UNRECOGNIZED]
-    assert shown["schema"] == "ff-ops/failures-show/v1" and set(shown) == {"schema", "stack", "keyField", "failures"}
+    assert shown["schema"] == "ff-ops/failures-show/v1" and set(shown) == {"schema", "stack",
+    "keyField", "failures"}
     assert [set(f) for f in shown["failures"]] == [FAILURE_DETAIL]
 
 

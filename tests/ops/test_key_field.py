@@ -12,10 +12,10 @@ from typing import Any
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from offline.deployment import ACCOUNT
-from offline.rehearsal import Rehearsal
-from ops.cli import app
-from ops.records import message_key
+from fire_and_forget.cli.app import app
+from fire_and_forget.rehearsal.deployment import ACCOUNT
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.runtime.records import message_key
 from tests.ops.helpers import failed_orders, ff_ops
 
 
@@ -68,7 +68,7 @@ def test_smoke_refuses_a_stack_without_the_inventory_table(aws: Rehearsal, cli: 
         code, document = ff_ops(cli, "smoke", "--timeout", "1")
 
     assert code == 2 and document["error"]["type"] == "UsageError"
-    assert document["error"]["message"].startswith("ff-ops smoke checks the order example")
+    assert document["error"]["message"].startswith("the smoke test checks the order example")
     assert "has no output InventoryTableName" in document["error"]["message"]
     assert "productId" not in document["error"]["message"]  # the key field is the order example's
     assert aws.messages("SourceQueueUrl") == []

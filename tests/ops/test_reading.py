@@ -8,10 +8,10 @@ import boto3
 import pytest
 from typer.testing import CliRunner
 
-from offline.orders import OrderKind
-from offline.rehearsal import Rehearsal
-from ops.cli import app
-from ops.failures import list_failures
+from demos.orders.samples import OrderKind
+from fire_and_forget.cli.app import app
+from fire_and_forget.cli.failures import list_failures
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import depth, failed_orders, ff_ops
 
 

@@ -1,4 +1,4 @@
-"""`ff-ops smoke` against the offline deployment: the same code that checks a real stack, the rehearsal pumped
+"""`make smoke` against the offline deployment: the same code that checks a real stack, the rehearsal pumped
 between its looks (instead of the sleep it does against AWS)."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import ops.cli_smoke
-import ops.smoke
-from offline.deployment import ACCOUNT
-from offline.faults import Fault, FaultKind
-from offline.rehearsal import Rehearsal
-from ops.cli import app
+import demos.orders.cli_smoke
+import demos.orders.smoke
+from fire_and_forget.cli.app import app
+from fire_and_forget.rehearsal.deployment import ACCOUNT
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import depth, failed_orders, ff_ops
 
 RUN_ID = "0123456789ab"
@@ -26,8 +26,8 @@ FAST = ("--timeout", "60", "--poll-seconds", "0")
 @pytest.fixture
 def pumped(aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
     """Each wait of the smoke run delivers what the pipe would and lets every execution finish."""
-    monkeypatch.setattr(ops.smoke, "pause", lambda _seconds: aws.run())
-    monkeypatch.setattr(ops.cli_smoke, "new_run_id", lambda: RUN_ID)
+    monkeypatch.setattr(demos.orders.smoke, "pause", lambda _seconds: aws.run())
+    monkeypatch.setattr(demos.orders.cli_smoke, "new_run_id", lambda: RUN_ID)
     return aws
 
 
@@ -39,9 +39,9 @@ def hung(aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rehearsal]
         aws.drain()
         aws.runtime.hanging.wait(30)  # a loaded machine must not turn "stuck" into "never started"
 
-    monkeypatch.setattr(ops.smoke, "pause", hand_over)
-    monkeypatch.setattr(ops.cli_smoke, "new_run_id", lambda: RUN_ID)
-    aws.faults.add(Fault("ArrangeShipping", FaultKind.HANG, order_id=f"smoke-{RUN_ID}-valid"))
+    monkeypatch.setattr(demos.orders.smoke, "pause", hand_over)
+    monkeypatch.setattr(demos.orders.cli_smoke, "new_run_id", lambda: RUN_ID)
+    aws.faults.add(Fault("ArrangeShipping", FaultKind.HANG, key=f"smoke-{RUN_ID}-valid"))
     yield aws
     aws.faults.release()
     aws.run()
@@ -214,8 +214,8 @@ def test_a_record_of_its_own_message_but_another_run_id_is_not_its_own(
                 planted.append(json.dumps(document))
                 aws.sqs.send_message(QueueUrl=aws.outputs["FailureDlqUrl"], MessageBody=planted[0])
 
-    monkeypatch.setattr(ops.smoke, "pause", pump_and_plant)
-    monkeypatch.setattr(ops.cli_smoke, "new_run_id", lambda: RUN_ID)
+    monkeypatch.setattr(demos.orders.smoke, "pause", pump_and_plant)
+    monkeypatch.setattr(demos.orders.cli_smoke, "new_run_id", lambda: RUN_ID)
 
     # When the smoke runs
     code, document = ff_ops(cli, "smoke", *FAST)

@@ -18,11 +18,11 @@ import pytest
 from botocore.stub import Stubber
 from typer.testing import CliRunner
 
-import ops.cli_common
-from ops.aws import Clients
-from ops.cli import app
-from ops.executions import ExecutionRedriveRequest, Verdict, redrive_executions
-from ops.source_dlq import MoveTask, redrive_source_dlq
+import fire_and_forget.cli.cli_common
+from fire_and_forget.cli.app import app
+from fire_and_forget.cli.aws import Clients
+from fire_and_forget.cli.executions import ExecutionRedriveRequest, Verdict, redrive_executions
+from fire_and_forget.cli.source_dlq import MoveTask, redrive_source_dlq
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -57,8 +57,8 @@ def stubbed() -> Iterator[dict[str, Stubber]]:
 def cli(stubbed: dict[str, Stubber], monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     clients = Clients(REGION, *(stubbed[n].client for n in  # type: ignore[arg-type]
                                 ("cloudformation", "sqs", "stepfunctions", "pipes", "cloudwatch")))
-    monkeypatch.setattr(ops.cli_common, "connect", lambda **_: clients)
-    monkeypatch.setattr(ops.cli_common, "now", lambda: NOW)
+    monkeypatch.setattr(fire_and_forget.cli.cli_common, "connect", lambda **_: clients)
+    monkeypatch.setattr(fire_and_forget.cli.cli_common, "now", lambda: NOW)
     return CliRunner()
 
 

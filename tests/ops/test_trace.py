@@ -9,11 +9,11 @@ import random
 
 from typer.testing import CliRunner
 
-from offline.faults import Fault, FaultKind
-from offline.orders import OrderKind, make_order
-from offline.rehearsal import Rehearsal
-from ops.cli import app
-from ops.errors import ExitCode
+from demos.orders.samples import OrderKind, make_order
+from fire_and_forget.cli.app import app
+from fire_and_forget.cli.errors import ExitCode
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import failed_orders, ff_ops, restock
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from offline.faults import Fault, FaultKind
-from offline.orders import OrderKind, make_order
-from offline.rehearsal import Rehearsal
+from demos.orders.samples import OrderKind, make_order
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import ff_ops
 from tests.support.chromium import rendered_dom
 
@@ -44,7 +44,7 @@ def test_the_page_shows_the_windows_executions_by_status_error_and_step(
     _send(aws, OrderKind.MALFORMED, 7404)
     aws.run()
     held = _send(aws, OrderKind.VALID, 7405)
-    aws.faults.add(Fault("ChargePayment", FaultKind.HANG, order_id=held))
+    aws.faults.add(Fault("ChargePayment", FaultKind.HANG, key=held))
     aws.drain()
     (hung,) = aws.wait_for_hang()
     aws.abort(hung)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from offline.rehearsal import Rehearsal
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import depth, failed_orders, ff_ops, queued_orders
 
 

@@ -154,7 +154,8 @@ class HealingEdges(CheckShapes):
         self._deny_other_queues(edge, role, "sqs:ReceiveMessage", {failure_dlq}, "a queue it does not redrive")
         self.denied(edge, role, "states:StartExecution", arn("states", "stateMachine:Any"),
                     "the redriver only sends messages")
-        # What it cannot resend, it announces once (lambdas/healing/announcements.py): the alerts topic only.
+        # What it cannot resend, it announces once (src/fire_and_forget/healing/announcements.py): the alerts topic
+        # only.
         topic = self.a.lid(env["ALERTS_TOPIC_ARN"])
         edge = f"redriver {function} announces what it cannot resend"
         self.role_call(edge, role, "sns:Publish", topic, self.a.att(topic, "Ref"), key_actions=SNS_PUBLISH_KEY,

@@ -1,4 +1,5 @@
-"""The operator's edges: every boto3 call ff-ops (ops/) makes, judged on the stack's OperatorPolicy."""
+"""The operator's edges: every boto3 call ff-ops (src/fire_and_forget/cli/) makes, judged on the stack's
+OperatorPolicy."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from tests.permissions.checks import NO_TLS, OPERATOR, SQS_SEND_KEY, TLS, Check,
 from tests.permissions.matrix import MatrixBuilder
 from tests.permissions.resolver import ACCOUNT, STACK_NAME, arn
 
-OPS = Path(__file__).resolve().parents[2] / "ops"
+OPS = Path(__file__).resolve().parents[2] / "src" / "fire_and_forget" / "cli"
 
 # boto3 method -> the IAM actions it needs, on which of the stack's resources (by output key).
 # StartMessageMoveTask also needs what the move itself does: read and delete on the DLQ, send to the destination
@@ -47,20 +48,21 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "get_metric_data": [("cloudwatch:GetMetricData", "*")],
     "list_metrics": [("cloudwatch:ListMetrics", "*")],  # status: the healing functions' counts
     "describe_pipe": [("pipes:DescribePipe", "PipeArn")],
-    # ff-ops smoke: its own stock item in the inventory table (encrypted with the stack's key).
+    # the smoke test: its own stock item in the inventory table (encrypted with the stack's key).
     "put_item": [("dynamodb:PutItem", "InventoryTableName"), ("kms:GenerateDataKey", "InventoryTableName")],
     "delete_item": [("dynamodb:DeleteItem", "InventoryTableName"), ("kms:Decrypt", "InventoryTableName")],
 }
 SMOKE_CALLS = ("put_item", "delete_item")
 SMOKE_TABLE = "InventoryTableName"
-# Granted whether or not ops/ calls it (none today: `ff-ops trace` reads execution histories itself).
+# Granted whether or not src/fire_and_forget/cli/ calls it (none today: `ff-ops trace` reads execution histories
+# itself).
 GRANTED_BEYOND_OPS: dict[str, list[tuple[str, str]]] = {}
 _CLIENT_CALL = re.compile(r"\b(?:sqs|_sqs|sfn|cloudformation|pipes|cloudwatch|dynamodb)\.(\w+)\(")
 _PAGINATOR = re.compile(r"get_paginator\(\"(\w+)\"\)")
 
 
 def ops_boto3_calls() -> set[str]:
-    """Every boto3 client method named in ops/*.py."""
+    """Every boto3 client method named in src/fire_and_forget/cli/*.py."""
     found: set[str] = set()
     for path in OPS.glob("*.py"):
         text = path.read_text(encoding="utf-8")
@@ -94,7 +96,7 @@ def operator_checks(builder: MatrixBuilder, stack_name: str = STACK_NAME) -> Non
 
     for method, calls in (OPS_CALLS | GRANTED_BEYOND_OPS).items():
         if method in SMOKE_CALLS and SMOKE_TABLE not in outputs:
-            continue  # ff-ops smoke sends an order: only the order example grants its stock item
+            continue  # the smoke test sends an order: only the order example grants its stock item
         for action, key in calls:
             lid, resource = target(key)
             _ops_call(builder, f"operator ff-ops {method}", identity, action, lid, resource)

@@ -10,7 +10,7 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 
-from stacks.fire_and_forget import FireAndForgetPipeline, PipelineProps, Workflow, WorkflowMetrics
+from fire_and_forget.construct import FireAndForgetPipeline, PipelineProps, Workflow, WorkflowMetrics
 
 TASK = "Work"
 

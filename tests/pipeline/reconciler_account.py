@@ -15,8 +15,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from healing.reconciliation import Compensation, Reconciler, ReconcilerSettings
-from ops.healing_policy import HealingPolicy
+from fire_and_forget.healing.reconciliation import Compensation, Reconciler, ReconcilerSettings
+from fire_and_forget.runtime.healing_policy import HealingPolicy
 
 REGION = "us-east-1"
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:saga"

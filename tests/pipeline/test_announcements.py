@@ -13,9 +13,9 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from healing.announcements import LEASE_SECONDS, Announcer, AnnouncerSettings
-from ops.healing_policy import Classification, Disposition
-from ops.records import FailureRecord, parse
+from fire_and_forget.healing.announcements import LEASE_SECONDS, Announcer, AnnouncerSettings
+from fire_and_forget.runtime.healing_policy import Classification, Disposition
+from fire_and_forget.runtime.records import FailureRecord, parse
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
 ARN = "arn:aws:states:us-east-1:123456789012:execution:saga:e1"

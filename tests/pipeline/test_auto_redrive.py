@@ -12,14 +12,14 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from healing.auto_redrive import AutoRedriveReport, redrive_due
-from ops.healing_policy import (
+from fire_and_forget.healing.auto_redrive import AutoRedriveReport, redrive_due
+from fire_and_forget.runtime.healing_policy import (
     ATTEMPT_ATTRIBUTE,
     FIRST_MESSAGE_ATTRIBUTE,
     Disposition,
     HealingPolicy,
 )
-from ops.redrive import Action
+from fire_and_forget.runtime.redrive import Action
 
 FAILED_AT = datetime(2026, 12, 1, 12, tzinfo=UTC)
 POLICY = HealingPolicy(transient_errors={"ChargePayment": frozenset({"TransientError"})}, max_attempts=2,

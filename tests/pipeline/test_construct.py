@@ -13,28 +13,38 @@ import pytest
 from aws_cdk import aws_kms as kms
 from constructs import IConstruct
 
-from stacks.fire_and_forget import OUTPUT_KEYS, FireAndForgetPipeline
-from stacks.fire_and_forget.settings import HealingConfig
-from stacks.fire_and_forget.workflow import ANNOUNCE_OR_WAIT, failure_tail, full_definition
+from fire_and_forget.construct import OUTPUT_KEYS, FireAndForgetPipeline
+from fire_and_forget.construct.settings import HealingConfig
+from fire_and_forget.construct.workflow import ANNOUNCE_OR_WAIT, failure_tail, full_definition
 from tests.pipeline import minimal
 from tests.support.cdk import REPO
 from tests.support.template import one, ref_or_att
 
 ORDER_WORDS = re.compile(r"order|saga|inventory|payment|shipment", re.IGNORECASE)
-# lambdas/healing: the Reconciler and the Redriver belong to the construct and must stay free of any domain too.
-CONSTRUCT_SOURCES = (REPO / "stacks" / "fire_and_forget", REPO / "lambdas" / "fire_and_forget",
-                     REPO / "lambdas" / "healing")
+# The whole package: the construct, its runtime, the Reconciler and the Redriver, the CLI and the rehearsal belong to
+# the pattern and must stay free of any domain.
+CONSTRUCT_SOURCES = (REPO / "src" / "fire_and_forget",)
 # Each exception: (file or template, the exact phrase allowed there, why). A phrase nothing contains any more fails
 # the test, so the list only shrinks.
 SOURCE_EXCEPTIONS = (
-    ("stacks/fire_and_forget/monitoring_dashboard.py", "in the order an operator asks", "'order' as in sequence"),
-    ("lambdas/fire_and_forget/errors.py", "in the order of the transaction's actions", "'order' as in sequence"),
-    ("stacks/fire_and_forget/healing.py", "in the order of the steps", "'order' as in sequence"),
-    ("stacks/fire_and_forget/pipeline.py", "workflow.ordered_undo(", "'ordered' as in sequence"),
-    ("stacks/fire_and_forget/workflow.py", "def ordered_undo(", "'ordered' as in sequence"),
-    ("stacks/fire_and_forget/workflow.py", "in the order the steps appear", "'order' as in sequence"),
-    ("lambdas/healing/reconciliation.py", "in the order of their steps", "'order' as in sequence"),
-    ("lambdas/healing/reconciliation.py", "the states entered in order", "'order' as in sequence"),
+    ("src/fire_and_forget/construct/monitoring_dashboard.py", "in the order an operator asks",
+     "'order' as in sequence"),
+    ("src/fire_and_forget/runtime/errors.py", "in the order of the transaction's actions", "'order' as in sequence"),
+    ("src/fire_and_forget/construct/healing.py", "in the order of the steps", "'order' as in sequence"),
+    ("src/fire_and_forget/construct/pipeline.py", "workflow.ordered_undo(", "'ordered' as in sequence"),
+    ("src/fire_and_forget/construct/workflow.py", "def ordered_undo(", "'ordered' as in sequence"),
+    ("src/fire_and_forget/construct/workflow.py", "in the order the steps appear", "'order' as in sequence"),
+    ("src/fire_and_forget/healing/reconciliation.py", "in the order of their steps", "'order' as in sequence"),
+    ("src/fire_and_forget/healing/reconciliation.py", "the states entered in order", "'order' as in sequence"),
+)
+# The deprecated key alias and fallback, for stacks deployed before MessageKeyField (CHANGELOG.md).
+SOURCE_EXCEPTIONS += (
+    ("src/fire_and_forget/cli/trend_page.py", "border-collapse:collapse", "CSS 'border'"),
+    ("src/fire_and_forget/cli/trend_page.py", "td,th{border:1px", "CSS 'border'"),
+    ("src/fire_and_forget/runtime/records.py", 'DEFAULT_KEY_FIELD = "orderId"', "deprecated fallback"),
+    ("src/fire_and_forget/cli/cli_common.py", "# --order-id is --key's deprecated alias", "deprecated alias"),
+    ("src/fire_and_forget/cli/cli_common.py", '"--order-id",', "deprecated alias"),
+    ("src/fire_and_forget/cli/cli_common.py", "--order-id is a deprecated alias", "deprecated alias"),
 )
 CATALOG_EXCEPTIONS: tuple[tuple[str, str, str], ...] = ()
 EXPOSED = {
@@ -198,7 +208,7 @@ def test_the_construct_library_has_no_line_that_knows_the_order_example() -> Non
 
 
 def test_the_documented_failure_record_is_the_one_handle_failure_sends() -> None:
-    from ops.records import RECORD_KIND
+    from fire_and_forget.runtime.records import RECORD_KIND
 
     body = failure_tail()["HandleFailure"]["Parameters"]["MessageBody"]
     sent = {name.removesuffix(".$") for name in body}
@@ -208,6 +218,7 @@ def test_the_documented_failure_record_is_the_one_handle_failure_sends() -> None
     # `reconciliation` is the one field only the Reconciler's records carry (documented so; it writes it).
     assert documented == sent | {"reconciliation"}
     assert "reconciliation" not in sent
-    assert '"reconciliation": reconciliation' in (REPO / "lambdas" / "healing" / "reconciliation.py").read_text()
+    reconciliation = REPO / "src" / "fire_and_forget" / "healing" / "reconciliation.py"
+    assert '"reconciliation": reconciliation' in reconciliation.read_text()
     assert body["kind"] == RECORD_KIND == "fire-and-forget.failure.v1"
     assert f"`{RECORD_KIND}`" in section

@@ -14,8 +14,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from offline.sqs_rules import violation
-from ops.healing_policy import (
+from fire_and_forget.construct.workflow import announce_or_wait
+from fire_and_forget.rehearsal.sqs_rules import violation
+from fire_and_forget.runtime.healing_policy import (
     ATTEMPT_ATTRIBUTE,
     FIRST_MESSAGE_ATTRIBUTE,
     Disposition,
@@ -23,7 +24,6 @@ from ops.healing_policy import (
     attempt_of,
     first_message_id,
 )
-from stacks.fire_and_forget.workflow import announce_or_wait
 
 RETRIED = {"ChargePayment": frozenset({"TransientError", "Lambda.Unknown"}),
            "ReserveInventory": frozenset({"TransientError"})}
@@ -95,8 +95,9 @@ def test_attempt_and_first_message_are_read_from_the_record_attributes() -> None
 
 
 def test_the_resend_check_counts_bytes_as_sqs_does_for_the_message_the_redriver_would_send() -> None:
-    """Around the size limit, the policy refuses exactly what SQS would (the emulator's rule, offline/sqs_rules.py),
-    for the redrive's message: the record's body and attributes (String, Number, Binary, UTF-8) plus its own two."""
+    """Around the size limit, the policy refuses exactly what SQS would (the emulator's rule,
+    src/fire_and_forget/rehearsal/sqs_rules.py), for the redrive's message: the record's body and attributes (String,
+    Number, Binary, UTF-8) plus its own two."""
     limit = 2048
     policy = HealingPolicy(transient_errors=RETRIED, max_message_bytes=limit)
     attributes = {"name": {"dataType": "String", "stringValue": "Zoë"},

@@ -10,8 +10,8 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 
-from stacks.fire_and_forget import WiringError, Workflow
-from stacks.fire_and_forget.workflow import COMPENSATION_PAYLOAD, retried_errors
+from fire_and_forget.construct import WiringError, Workflow
+from fire_and_forget.construct.workflow import COMPENSATION_PAYLOAD, retried_errors
 from tests.pipeline import minimal
 from tests.pipeline.minimal import TASK
 

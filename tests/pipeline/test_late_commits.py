@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from fire_and_forget.deliveries import DynamoDBDeliveryClaims
-from healing.reconciliation import IN_FLIGHT_MARGIN, History, NotYetSettled, Verdict
+from fire_and_forget.healing.reconciliation import IN_FLIGHT_MARGIN, History, NotYetSettled, Verdict
+from fire_and_forget.runtime.deliveries import DynamoDBDeliveryClaims
 from tests.pipeline.reconciler_account import FUNCTION_TIMEOUT, NOW, drain
 
 TIMEOUTS = {"ReserveInventory": FUNCTION_TIMEOUT, "ChargePayment": FUNCTION_TIMEOUT}

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from healing.auto_redrive import redrive_due
-from healing.reconciliation import History, ReconcileBusy, Stage, Verdict
-from ops.failures import list_failures
+from fire_and_forget.cli.failures import list_failures
+from fire_and_forget.healing.auto_redrive import redrive_due
+from fire_and_forget.healing.reconciliation import History, ReconcileBusy, Stage, Verdict
 from tests.pipeline.reconciler_account import NOW, drain, events
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 
-from stacks.fire_and_forget import OUTPUT_KEYS, PipelineSettings
-from stacks.fire_and_forget.compliance import add_compliance_checks
-from stacks.fire_and_forget.workflow import ANNOUNCE_OR_WAIT, failure_tail
+from fire_and_forget.construct import OUTPUT_KEYS, PipelineSettings
+from fire_and_forget.construct.compliance import add_compliance_checks
+from fire_and_forget.construct.workflow import ANNOUNCE_OR_WAIT, failure_tail
 from tests.pipeline import third_workflow
 from tests.pipeline.third_workflow import ConfirmationStack
 from tests.support.cdk import REPO

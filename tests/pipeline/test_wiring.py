@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from aws_cdk import aws_pipes as pipes
 
-from stacks.fire_and_forget import FireAndForgetPipeline, WiringError, Workflow
-from stacks.fire_and_forget.pipe import InvalidPipeTarget
+from fire_and_forget.construct import FireAndForgetPipeline, WiringError, Workflow
+from fire_and_forget.construct.pipe import InvalidPipeTarget
 from tests.pipeline import minimal
 from tests.pipeline.minimal import TASK
 
@@ -180,9 +180,28 @@ def test_a_second_pipeline_in_the_same_stack_is_refused(tmp_path: Path) -> None:
     with pytest.raises(WiringError) as raised:
         FireAndForgetPipeline(scope, "Second", props=minimal.props(second, name="second"))
     assert (
-        "Minimal already holds a FireAndForgetPipeline (Minimal/Pipeline): put each pipeline in its own stack"
-        in str(raised.value)
+        "Minimal already holds a FireAndForgetPipeline with outputs (Minimal/Pipeline): ff-ops finds a pipeline by "
+        "its stack's outputs, so a second one in the same stack sets emit_outputs=False" in str(raised.value)
     )
+
+
+def test_a_second_pipeline_without_outputs_shares_the_stack(tmp_path: Path) -> None:
+    """Two pipelines in one stack synthesize when the second emits no outputs: only the first is ff-ops's."""
+    scope = minimal.stack()
+    definition_file = minimal.write(tmp_path, minimal.valid_definition())
+    minimal.pipeline(scope, definition_file)
+    second = Workflow(
+        title="Second",
+        definition_file=definition_file,
+        functions={TASK: minimal.function(scope, "Second")},
+        claims_delivery=TASK,
+    )
+    FireAndForgetPipeline(scope, "Second", props=minimal.props(second, name="second", emit_outputs=False))
+    template = scope.node.root.synth().get_stack_by_name("Minimal").template  # type: ignore[attr-defined]
+    machines = [r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
+    assert len(machines) == 2
+    assert set(template["Outputs"]) >= {"SourceQueueUrl", "StateMachineArn"}
+    assert not [key for key in template["Outputs"] if "Second" in key]
 
 
 def test_outputs_clashing_with_the_pipelines_own_keys_are_refused(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from stacks import fire_and_forget as ff
-from stacks.fire_and_forget.task_resources import task_function
+from fire_and_forget import construct as ff
+from fire_and_forget.construct.task_resources import task_function
 
 HERE = Path(__file__).resolve().parent
 

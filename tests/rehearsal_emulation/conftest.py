@@ -13,15 +13,15 @@ import pytest
 from botocore.config import Config
 from moto import mock_aws
 
-from offline.assembly import CloudAssembly
-from offline.async_invoke import AsyncLambda, read_policies
-from offline.clock import VirtualClock
-from offline.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
-from offline.event_sources import EventSourceMappings
-from offline.faults import FaultPlan
-from offline.lambda_runtime import LambdaRuntime
-from offline.schedules import Scheduler, read_schedules
-from offline.sqs_time import install_sqs_on_the_clock
+from fire_and_forget.rehearsal.assembly import CloudAssembly
+from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
+from fire_and_forget.rehearsal.clock import VirtualClock
+from fire_and_forget.rehearsal.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
+from fire_and_forget.rehearsal.event_sources import EventSourceMappings
+from fire_and_forget.rehearsal.faults import FaultPlan
+from fire_and_forget.rehearsal.lambda_runtime import LambdaRuntime
+from fire_and_forget.rehearsal.schedules import Scheduler, read_schedules
+from fire_and_forget.rehearsal.sqs_time import install_sqs_on_the_clock
 from tests.rehearsal_emulation.probe_app import STACK_NAME, synthesize
 
 REGION = "us-east-1"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from offline.event_sources import batch_item_failures
-from offline.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.event_sources import batch_item_failures
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
 from tests.rehearsal_emulation.conftest import ProbeAccount
 from tests.rehearsal_emulation.probe_app import MAX_RECEIVE_COUNT, VISIBILITY_TIMEOUT_SECONDS
 

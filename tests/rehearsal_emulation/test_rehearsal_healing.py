@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from offline.faults import Fault, FaultKind
-from offline.rehearsal import Rehearsal
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.rehearsal_emulation.probe_app import PIPELINE_STACK_NAME, TICK_MINUTES, VISIBILITY_TIMEOUT_SECONDS
 
 MINUTE = 60

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from offline.clock import VirtualClock
-from offline.faults import Fault, FaultKind
-from offline.schedules import fill_context, rate_period
+from fire_and_forget.rehearsal.clock import VirtualClock
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.schedules import fill_context, rate_period
 from tests.rehearsal_emulation.conftest import ProbeAccount
 from tests.rehearsal_emulation.probe_app import (
     REDRIVER_ASYNC_RETRIES,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from offline.rehearsal import Rehearsal
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.support.template import of_type
 
 
@@ -71,7 +71,7 @@ def _bound(aws: Rehearsal, metric_stat: dict[str, Any]) -> dict[str, Any]:
 def _physical(aws: Rehearsal, value: Any) -> str:
     referenced = value.get("Ref") if isinstance(value, dict) else None
     if aws.assembly.template["Resources"].get(referenced, {}).get("Type") == "AWS::Pipes::Pipe":
-        return aws.outputs["PipeName"]  # the pipe is the rehearsal's own (offline/pipe.py), not moto's
+        return aws.outputs["PipeName"]  # the pipe is the rehearsal's own (fire_and_forget.rehearsal.pipe), not moto's
     return str(aws.stack.resolve(value))
 
 

@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from stacks.config import DEFAULT_STACK_NAME
+from stacks.names import DEFAULT_STACK_NAME, catalog_stack_name
 
 REPO = Path(__file__).resolve().parents[2]
 STACK_NAME = DEFAULT_STACK_NAME
-CATALOG_STACK_NAME = f"{DEFAULT_STACK_NAME}-Catalog"  # app.CATALOG_STACK_NAME, without importing CDK here
+CATALOG_STACK_NAME = catalog_stack_name(DEFAULT_STACK_NAME)
 
 # jsii starts `node` from PATH: use the Node 22 `make install` put in .tools when the machine's is older, also
 # when pytest is run directly rather than through make (which puts it first on PATH itself).

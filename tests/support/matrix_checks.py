@@ -1,5 +1,5 @@
 """Direct checks of the fault matrix's newer modes: what each fault did, asserted on queues, topics and executions,
-beside what offline/accounting.py concludes."""
+beside what src/fire_and_forget/rehearsal/accounting.py concludes."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import Any
 
 from moto.sns.models import sns_backends
 
-from offline.accounting import Ledger, Place
-from offline.deployment import ACCOUNT
-from offline.orders import OrderKind, SampleOrder
-from offline.rehearsal import Execution, Rehearsal
-from ops.failures import list_failures
-from stacks.fire_and_forget.alert_path import ALERT_PATH_ALARMS
+from demos.orders.samples import OrderKind, SampleOrder
+from fire_and_forget.cli.failures import list_failures
+from fire_and_forget.construct.alert_path import ALERT_PATH_ALARMS
+from fire_and_forget.rehearsal.accounting import Ledger, Place
+from fire_and_forget.rehearsal.deployment import ACCOUNT
+from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
 from tests.support.alarms import alarms, evaluate
 from tests.support.template import of_type
 

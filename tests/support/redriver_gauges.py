@@ -7,20 +7,20 @@ import json
 import random
 from datetime import timedelta
 
-from offline.faults import Fault, FaultKind
-from offline.orders import OrderKind, make_order
-from offline.rehearsal import Rehearsal
-from ops.healing import waiting_for
-from ops.healing_policy import Disposition, HealingPolicy
-from ops.records import FailureRecord, parse
+from demos.orders.samples import OrderKind, make_order
+from fire_and_forget.cli.healing import waiting_for
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.runtime.healing_policy import Disposition, HealingPolicy
+from fire_and_forget.runtime.records import FailureRecord, parse
 
 REDRIVE_PERIOD_SECONDS = 300  # ff:healing redriveEveryMinutes' default
 CALLS_PER_EXECUTION = 5  # the transient retrier's 4 retries and the first call: that many faults exhaust them
 
 
 def needing_a_person(aws: Rehearsal) -> int:
-    """What the Redriver counts in the failure DLQ: records whose disposition needs a person (ops/healing.py's rule,
-    the Redriver's own)."""
+    """What the Redriver counts in the failure DLQ: records whose disposition needs a person
+    (src/fire_and_forget/cli/healing.py's rule, the Redriver's own)."""
     policy = _policy(aws)
     return sum(1 for record in _records(aws) if waiting_for(record, policy).disposition is not Disposition.RETRY)
 
@@ -37,14 +37,17 @@ def keep_one_overdue(aws: Rehearsal) -> int:
     on every run and the record stays, past its due time. Returns how many records the Redriver last saw overdue."""
     sample = make_order(OrderKind.VALID, 90, random.Random(90))
     aws.faults.add(Fault("ArrangeShipping", FaultKind.SERVICE_ERROR, times=CALLS_PER_EXECUTION,
-                         order_id=sample.order_id))
+                         key=sample.order_id))
     aws.send(sample.body)
     aws.run()
-    aws.faults.add(Fault("SourceQueue", FaultKind.UNAVAILABLE, order_id=sample.order_id))
+    aws.faults.add(Fault("SourceQueue", FaultKind.UNAVAILABLE, key=sample.order_id))
     for _ in range(4):  # bounded: the cool-off of a first attempt is at most one period, then one more period
         aws.advance(REDRIVE_PERIOD_SECONDS)
         if overdue(aws):
             break
+    # The record may have become overdue after the Redriver's run in that period and before its end: one more
+    # period, and the Redriver's run (later than the moment it was seen overdue) counts it too.
+    aws.advance(REDRIVE_PERIOD_SECONDS)
     return overdue(aws)
 
 

@@ -11,7 +11,7 @@ import pytest
 from botocore.stub import Stubber
 
 from common import inventory, order_ledger, payments, shipments, status_change
-from fire_and_forget import deliveries
+from fire_and_forget.runtime import deliveries
 
 NOW = 1_767_225_600
 # The order and attempt every stubbed request names, and the cancellation reasons TransactWriteItems reports.

@@ -17,7 +17,7 @@ from common.inventory import RESERVED, ClaimLost, DynamoDBInventory, Reservation
 from common.order_ledger import ACTIVE, COMPENSATED, COMPLETED, DynamoDBOrderLedger, OrderEntry, fingerprint
 from common.payments import CHARGED, REFUNDED, Charge, ChargeRequest, LedgerPaymentProvider
 from common.shipments import ARRANGED, CANCELLED, DynamoDBShipments, Shipment
-from fire_and_forget.deliveries import DynamoDBDeliveryClaims
+from fire_and_forget.runtime.deliveries import DynamoDBDeliveryClaims
 from tests.support import events
 from tests.support.stubbed_dynamodb import ATTEMPT, CCF, NONE, NOW, ORDER, charge_item, client_of, stubbed
 

@@ -1,12 +1,13 @@
-"""The names stacks/contract.py shares with offline/ and ops/ are the ones the order saga's ASL defines."""
+"""The names stacks/contract.py shares with src/fire_and_forget/rehearsal/ and src/fire_and_forget/cli/ are the ones the
+order saga's ASL defines."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+from fire_and_forget.runtime.tail import DUPLICATE_ENDS
 from stacks.config import AppConfig
-from stacks.contract import DUPLICATE_ENDS
 from stacks.orders.stack import render_definition
 
 
@@ -27,5 +28,6 @@ def test_duplicate_ends_are_the_sagas_succeed_states() -> None:
     # When its Succeed states are collected
     succeed = {name for name, state in _states(definition["States"]) if state["Type"] == "Succeed"}
 
-    # Then they are exactly the quiet ends offline/ and ops/ count as duplicates
+    # Then they are exactly the quiet ends src/fire_and_forget/rehearsal/ and src/fire_and_forget/cli/ count as
+    # duplicates
     assert succeed == DUPLICATE_ENDS

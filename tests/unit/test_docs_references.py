@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.main import get_command
 
-from ops.cli import app
+from fire_and_forget.cli.app import app
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-TOP_LEVEL = ("stacks", "lambdas", "ops", "offline", "tests", "docs", "statemachines", "scripts", "bench")
+TOP_LEVEL = ("src", "stacks", "lambdas", "demos", "tests", "docs", "statemachines", "scripts", "bench")
 _CODE = re.compile(r"```.*?```|`[^`\n]+`", re.S)
 _FF_OPS = re.compile(r"\bff-ops\b([^\n|;&,()]*)")
 _MAKE = re.compile(r"\bmake[ \t]+([a-z][\w-]*)")

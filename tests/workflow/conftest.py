@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from offline.orders import seed_inventory
-from offline.rehearsal import Rehearsal
+from demos.orders.samples import seed_inventory
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 # The interpreter logs every failed state at ERROR; the tests assert on the executions instead.
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)

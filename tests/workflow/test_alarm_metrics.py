@@ -1,11 +1,11 @@
 """Every alarm of the template, shown to trip on the metric data a failure would make AWS publish.
 
-moto's CloudWatch stores alarms but does not evaluate them: an alarm keeps the state it was created with whatever
-data arrives. So these tests do what CloudWatch would do. The rehearsal publishes the data points AWS publishes for
-what happened (offline/metrics.py); each test reads an alarm from the synthesized template, binds its dimensions to
-the rehearsal's physical resources, fetches the data from moto's CloudWatch with the alarm's own statistic and
-period (GetMetricData), computes the alarm's metric-math expression (moto's GetMetricData cannot), and compares
-the result with the alarm's threshold and comparison operator, missing data treated as the alarm says.
+moto's CloudWatch stores alarms but does not evaluate them: an alarm keeps the state it was created with whatever data
+arrives. So these tests do what CloudWatch would do. The rehearsal publishes the data points AWS publishes for what
+happened (src/fire_and_forget/rehearsal/metrics.py); each test reads an alarm from the synthesized template, binds its
+dimensions to the rehearsal's physical resources, fetches the data from moto's CloudWatch with the alarm's own statistic
+and period (GetMetricData), computes the alarm's metric-math expression (moto's GetMetricData cannot), and compares the
+result with the alarm's threshold and comparison operator, missing data treated as the alarm says.
 
 One rehearsal runs every failure at once, each fault aimed at its own order; the value each alarm sees must equal
 what the rehearsal observed (so each fault trips its own alarm, bound to the right resource). A second rehearsal of
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from offline.accounting import advance_past_retries
-from offline.faults import Fault, FaultKind
-from offline.orders import OrderKind, make_order, seed_inventory
-from offline.rehearsal import Rehearsal
+from demos.orders.samples import OrderKind, make_order, seed_inventory
+from fire_and_forget.rehearsal.accounting import advance_past_retries
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from stacks.orders.tasks import TASKS
 from tests.support.alarms import Evaluation, alarms, create_in_moto, evaluate
 from tests.support.redriver_gauges import REDRIVE_PERIOD_SECONDS, keep_one_overdue, needing_a_person
@@ -40,7 +40,7 @@ CANNOT_TRIP_OFFLINE = {
     "ExecutionThrottled": "Step Functions throttling (StartExecution, state transitions) needs real quotas; moto "
                           "never throttles and the pipe emulator has no throttled StartExecution",
     "PipeExecutionThrottled": "a pipe is throttled by the Pipes service's own concurrency limits, which the "
-                              "emulator (offline/pipe.py) does not model",
+                              "emulator (src/fire_and_forget/rehearsal/pipe.py) does not model",
     "AlertsTopicNotificationsFailed": "SNS counts NumberOfNotificationsFailed when it cannot deliver to a "
                                       "subscription; moto's SNS never delivers to e-mail or HTTPS endpoints",
     "AlertPathNotificationsFailed": "the same, for the AlertPathTopic's e-mail subscription",
@@ -120,8 +120,8 @@ def failures(cloud_assembly: Path) -> Outcome:
         visibility = aws.visibility_timeout("FailureEventsQueueUrl")
         aws.sqs.set_queue_attributes(QueueUrl=events_queue, Attributes={"VisibilityTimeout": "0"})
         stuck = make_order(OrderKind.DECLINED, 70, random.Random(70)).order_id
-        aws.faults.add(Fault("FailureDlq", FaultKind.UNAVAILABLE, times=6, order_id=stuck))  # the tail cannot record
-        aws.faults.add(Fault("Reconciler", FaultKind.CRASH, times=5, order_id=stuck))
+        aws.faults.add(Fault("FailureDlq", FaultKind.UNAVAILABLE, times=6, key=stuck))  # the tail cannot record
+        aws.faults.add(Fault("Reconciler", FaultKind.CRASH, times=5, key=stuck))
         send(aws, OrderKind.DECLINED, 70)
         aws.run()
         aws.sqs.set_queue_attributes(QueueUrl=events_queue, Attributes={"VisibilityTimeout": str(visibility)})
@@ -129,20 +129,20 @@ def failures(cloud_assembly: Path) -> Outcome:
         # delivery ends in the target DLQ.
         events_arn = refuse_rule_deliveries(aws)
         unreachable = make_order(OrderKind.DECLINED, 71, random.Random(71)).order_id
-        aws.faults.add(Fault("FailureDlq", FaultKind.UNAVAILABLE, times=6, order_id=unreachable))
+        aws.faults.add(Fault("FailureDlq", FaultKind.UNAVAILABLE, times=6, key=unreachable))
         send(aws, OrderKind.DECLINED, 71)
         aws.run()
         aws.bus.queue_urls[events_arn] = aws.outputs["FailureEventsQueueUrl"]
 
         # An execution that times out (its ChargePayment held past the compressed timeout), then one that is aborted.
         timed_out = send(aws, OrderKind.VALID, 1)
-        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, order_id=timed_out))
+        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, key=timed_out))
         aws.wait_for_hang()
         aws.advance(2)  # past its 1-second timeout on the rehearsal's clock
         assert aws.executions()[-1].status == "TIMED_OUT"
         aws.set_execution_timeout(None)
         aborted = send(aws, OrderKind.VALID, 2)
-        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, order_id=aborted))
+        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, key=aborted))
         aws.drain()
         deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
         while aws.runtime.hung < 2:
@@ -161,19 +161,19 @@ def failures(cloud_assembly: Path) -> Outcome:
         for number, task in enumerate(FUNCTIONS, start=20):
             kind = OrderKind.UNSERVED if task in COMPENSATIONS else OrderKind.VALID
             order_id = make_order(kind, number, random.Random(number)).order_id
-            aws.faults.add(Fault(task, FaultKind.TIMEOUT, times=unexpected_errors(task) - 1, order_id=order_id))
-            aws.faults.add(Fault(task, FaultKind.CRASH, times=1, order_id=order_id))
+            aws.faults.add(Fault(task, FaultKind.TIMEOUT, times=unexpected_errors(task) - 1, key=order_id))
+            aws.faults.add(Fault(task, FaultKind.CRASH, times=1, key=order_id))
             send(aws, kind, number)
         # Each function throttled as often as its place, within its retries: the steps on a valid order, the
         # compensations on an UNSERVED one.
         for number, kind, tasks in ((30, OrderKind.VALID, FUNCTIONS[:3]), (31, OrderKind.UNSERVED, COMPENSATIONS)):
             order_id = make_order(kind, number, random.Random(number)).order_id
             for task in tasks:
-                aws.faults.add(Fault(task, FaultKind.THROTTLE, times=throttles(task), order_id=order_id))
+                aws.faults.add(Fault(task, FaultKind.THROTTLE, times=throttles(task), key=order_id))
             send(aws, kind, number)
         # The pipe cannot start one order's execution: SQS's redrive moves it to the source DLQ.
         refused = make_order(OrderKind.VALID, 40, random.Random(40)).order_id
-        aws.faults.add(Fault("StartExecution", FaultKind.START_REFUSED, order_id=refused))
+        aws.faults.add(Fault("StartExecution", FaultKind.START_REFUSED, key=refused))
         send(aws, OrderKind.VALID, 40)
         for number in range(50, 62):  # healthy orders: the failure rate counts from a minimum of started executions
             send(aws, OrderKind.VALID, number)

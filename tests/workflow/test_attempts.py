@@ -1,6 +1,6 @@
-"""One order, many attempts, on the rehearsal (the real ASL on moto with the real handlers): the three ways the
-promise broke before the order ledger, kept as regression tests. tests/handlers/test_interleavings.py explores the
-interleavings; these pin the three cases end to end, with the accounting of offline/accounting.py.
+"""One order, many attempts, on the rehearsal (the real ASL on moto with the real handlers): the three ways the promise
+broke before the order ledger, kept as regression tests. tests/handlers/test_interleavings.py explores the
+interleavings; these pin the three cases end to end, with the accounting of src/fire_and_forget/rehearsal/accounting.py.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import time
 import uuid
 from typing import Any
 
-from offline.accounting import Place, account
-from offline.faults import Fault, FaultKind
-from offline.orders import OrderKind, make_order
-from offline.rehearsal import Execution, Rehearsal
+from demos.orders.samples import OrderKind, make_order
+from fire_and_forget.rehearsal.accounting import Place, account
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
 
 SEEDED = 10_000  # what seed_inventory gives every sku
 

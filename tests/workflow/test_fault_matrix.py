@@ -14,14 +14,14 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from offline.accounting import Ledger, Place, account, advance_past_retries
-from offline.faults import Fault, FaultKind
-from offline.invariants import saga_violations
-from offline.orders import OrderKind, SampleOrder, make_order, seed_inventory
-from offline.pipe import DuplicateTiming
-from offline.rehearsal import Rehearsal
-from ops.records import Selection
-from ops.redrive import Action, RedriveRequest, redrive_failures
+from demos.orders.invariants import saga_violations
+from demos.orders.samples import OrderKind, SampleOrder, make_order, seed_inventory
+from fire_and_forget.rehearsal.accounting import Ledger, Place, account, advance_past_retries
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.pipe import DuplicateTiming
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.runtime.records import Selection
+from fire_and_forget.runtime.redrive import Action, RedriveRequest, redrive_failures
 from stacks.orders.tasks import TASKS
 from tests.support.matrix_checks import (
     aborted_reconciled,
@@ -80,7 +80,7 @@ MODES = [
     # An outage that outlasts one execution's Retry (1 + 4 calls) for one order: the first automatic redrive heals
     # it, and nobody is told.
     Mode("shipping outage outlasts the Retry once",
-         (Fault("ArrangeShipping", FaultKind.SERVICE_ERROR, times=5, order_id=FIRST_VALID),),
+         (Fault("ArrangeShipping", FaultKind.SERVICE_ERROR, times=5, key=FIRST_VALID),),
          expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=healed_by_one_redrive),
     Mode("a compensation fails", (Fault("ReleaseInventory", FaultKind.CRASH),),
          expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}),
@@ -102,15 +102,15 @@ MODES = [
     Mode("execution timed out", hold_first=True, execution_timeout=1,
          expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=timed_out_healed),
     # The call succeeded, its response was lost: the retry repeats it.
-    Mode("SNS publish response lost once", (Fault("AlertsTopic", FaultKind.RESPONSE_LOST, times=1, order_id=DECLINED),),
+    Mode("SNS publish response lost once", (Fault("AlertsTopic", FaultKind.RESPONSE_LOST, times=1, key=DECLINED),),
          expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, anomalies={"announced twice": 1}, check=announced_twice),
     # HandleFailure's retry sends the record again: two records of one execution, which every reader (the books, ff-ops,
     # the Redriver) takes as one.
     Mode("failure DLQ send response lost once",
-         (Fault("FailureDlq", FaultKind.RESPONSE_LOST, times=1, order_id=DECLINED),),
+         (Fault("FailureDlq", FaultKind.RESPONSE_LOST, times=1, key=DECLINED),),
          expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=failure_record_twice),
     Mode("StartExecution response lost once",
-         (Fault("StartExecution", FaultKind.RESPONSE_LOST, times=1, order_id=FIRST_VALID),),
+         (Fault("StartExecution", FaultKind.RESPONSE_LOST, times=1, key=FIRST_VALID),),
          expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=start_response_lost_ran_twice),
     # A service call held, not a Lambda task: HandleFailure's SendMessage waits while the execution is aborted. The
     # Reconciler cannot tell from the history whether that send took effect, so it records the failure too: two
@@ -118,7 +118,7 @@ MODES = [
     Mode("failure DLQ send held, execution aborted", hold_first=True, abort_held=True, hold_target="FailureDlq",
          held_sample=2, expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=held_send_completed_after_abort),
     # SNS faults scoped to one order: the others are announced as usual.
-    Mode("alerts topic refuses one order", (Fault("AlertsTopic", FaultKind.UNAVAILABLE, order_id=DECLINED),),
+    Mode("alerts topic refuses one order", (Fault("AlertsTopic", FaultKind.UNAVAILABLE, key=DECLINED),),
          expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=one_order_unannounced_by_sns),
     Mode("alerts topic down", (Fault("AlertsTopic", FaultKind.UNAVAILABLE),),
          expect={Place.SUCCEEDED: 2, Place.FAILURE_DLQ: 3}, check=alert_path_alarm_targets_the_second_topic),
@@ -139,7 +139,7 @@ def run_mode(cloud_assembly: Path, mode: Mode, after: Callable[[Rehearsal], None
         samples = list(SAMPLES)
         held_sample = samples[mode.held_sample]
         if mode.hold_first:
-            aws.faults.add(Fault(mode.hold_target, FaultKind.HANG, times=1, order_id=held_sample.order_id))
+            aws.faults.add(Fault(mode.hold_target, FaultKind.HANG, times=1, key=held_sample.order_id))
         # The held order goes first and alone: with a compressed execution timeout, only it may time out.
         first = [held_sample] if mode.hold_first else []
         bodies = {aws.send(sample.body): sample.body for sample in first}
@@ -209,7 +209,7 @@ def test_the_matrix_covers_every_fault_kind() -> None:
     assert any(mode.execution_timeout for mode in MODES)
     assert {mode.duplicate_timing for mode in MODES if mode.duplicates} == set(DuplicateTiming)
     assert {mode.hold_target for mode in MODES if mode.hold_first} - TASK_NAMES  # a service call is held too
-    assert any(f.target == "AlertsTopic" and f.order_id for mode in MODES for f in mode.faults)
+    assert any(f.target == "AlertsTopic" and f.key for mode in MODES for f in mode.faults)
     assert len(MODES) >= 23
 
 
@@ -223,7 +223,7 @@ def test_an_operator_redrive_whose_delete_message_fails(cloud_assembly: Path, ki
 
     def redrive(aws: Rehearsal) -> None:
         aws.faults.add(Fault("FailureDlqDelete", kind, times=None if kind is FaultKind.UNAVAILABLE else 1,
-                             order_id=DECLINED))
+                             key=DECLINED))
         retries = Config(retries={"mode": "standard", "max_attempts": 2})  # botocore: 2 retries after the first
         sqs = boto3.client("sqs", region_name=aws.region, config=retries)
         report = redrive_failures(sqs, aws.outputs["FailureDlqUrl"], aws.outputs["SourceQueueUrl"],

@@ -10,13 +10,13 @@ import random
 import pytest
 from botocore.exceptions import ClientError
 
-from offline.accounting import Place, account
-from offline.deployment import ACCOUNT
-from offline.execution_events import PAYLOAD_LIMIT_BYTES, status_change_event
-from offline.orders import OrderKind, make_order
-from offline.pipe import DuplicateTiming
-from offline.rehearsal import Rehearsal
-from offline.sqs_rules import message_size
+from demos.orders.samples import OrderKind, make_order
+from fire_and_forget.rehearsal.accounting import Place, account
+from fire_and_forget.rehearsal.deployment import ACCOUNT
+from fire_and_forget.rehearsal.execution_events import PAYLOAD_LIMIT_BYTES, status_change_event
+from fire_and_forget.rehearsal.pipe import DuplicateTiming
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.rehearsal.sqs_rules import message_size
 
 SIGNATURE = bytes(range(256)) * 2  # a binary attribute that is not valid UTF-8
 

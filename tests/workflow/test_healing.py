@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from offline.faults import Fault, FaultKind
-from offline.orders import OrderKind, make_order, seed_inventory
-from offline.rehearsal import Rehearsal
+from demos.orders.samples import OrderKind, make_order, seed_inventory
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 HOUR = 3600
 CHARGE_RETRIES = 5  # the transient retrier's attempts (4) plus the first call: more faults than that exhaust it

@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 
-from offline.rehearsal import Rehearsal
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from stacks.orders.tasks import RUNTIME
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from offline.accounting import Place, account, advance_past_retries
-from offline.faults import Fault, FaultKind
-from offline.invariants import saga_violations
-from offline.orders import OrderKind, make_order, seed_inventory
-from offline.rehearsal import Rehearsal
+from demos.orders.invariants import saga_violations
+from demos.orders.samples import OrderKind, make_order, seed_inventory
+from fire_and_forget.rehearsal.accounting import Place, account, advance_past_retries
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.support.wide import examples
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)

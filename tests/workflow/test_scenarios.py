@@ -13,10 +13,17 @@ from typing import Any
 
 import pytest
 
-from offline.accounting import Place, account, advance_past_retries
-from offline.faults import Fault, FaultKind
-from offline.orders import DECLINED_TOKEN, OUT_OF_STOCK_SKU, UNSERVED_COUNTRY, OrderKind, make_order, seed_inventory
-from offline.rehearsal import Execution, Rehearsal
+from demos.orders.samples import (
+    DECLINED_TOKEN,
+    OUT_OF_STOCK_SKU,
+    UNSERVED_COUNTRY,
+    OrderKind,
+    make_order,
+    seed_inventory,
+)
+from fire_and_forget.rehearsal.accounting import Place, account, advance_past_retries
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
 
 HAPPY = ["ReserveInventory", "ChargePayment", "ArrangeShipping"]
 # A failure that needs a person is recorded and announced; one the automatic redrive will retry is only recorded.
@@ -180,7 +187,7 @@ def test_business_errors_are_not_retried(aws: Rehearsal, kind: OrderKind, step: 
 def test_each_ending_of_the_tail_says_whether_the_failure_was_announced(aws: Rehearsal) -> None:
     """Over the deployed definition: the announced failure ends saying it was announced, the one left to the
     automatic redrive ends saying it was not, both with the error name the rule and the Reconciler rely on."""
-    aws.faults.add(Fault("ChargePayment", FaultKind.THROTTLE, order_id=make_order(
+    aws.faults.add(Fault("ChargePayment", FaultKind.THROTTLE, key=make_order(
         OrderKind.VALID, 2, random.Random(2)).order_id))
     order(aws, OrderKind.DECLINED, 1)
     order(aws, OrderKind.VALID, 2)

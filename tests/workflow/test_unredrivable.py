@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from offline.accounting import Place, account
-from offline.faults import Fault, FaultKind
-from offline.orders import OrderKind, make_order, seed_inventory
-from offline.rehearsal import Rehearsal
-from offline.sqs_rules import message_size
-from ops.healing import waiting_for
-from ops.healing_policy import Disposition, HealingPolicy
-from ops.records import FailureRecord, parse
+from demos.orders.samples import OrderKind, make_order, seed_inventory
+from fire_and_forget.cli.healing import waiting_for
+from fire_and_forget.rehearsal.accounting import Place, account
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.rehearsal.sqs_rules import message_size
+from fire_and_forget.runtime.healing_policy import Disposition, HealingPolicy
+from fire_and_forget.runtime.records import FailureRecord, parse
 
 HOUR = 3600
 CALLS_PER_EXECUTION = 5  # the transient retrier's 4 retries and the first call

@@ -1,5 +1,5 @@
-"""The rehearsal's one virtual clock (offline/clock.py): work takes no time on it, and every timeout AWS applies
-happens when the clock is moved past it, whatever the machine's speed."""
+"""The rehearsal's one virtual clock (src/fire_and_forget/rehearsal/clock.py): work takes no time on it, and every
+timeout AWS applies happens when the clock is moved past it, whatever the machine's speed."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from offline.faults import Fault, FaultKind
-from offline.lambda_runtime import TIMED_OUT_ERROR
-from offline.orders import OrderKind, make_order
-from offline.rehearsal import Rehearsal
+from demos.orders.samples import OrderKind, make_order
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.lambda_runtime import TIMED_OUT_ERROR
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 FUNCTION_TIMEOUT = 25  # seconds: the order saga's Lambda timeout (the Task's 30 s less 5)
 

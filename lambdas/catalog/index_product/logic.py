@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import boto3
 from botocore.config import Config
 
-from fire_and_forget.deliveries import DeliveryClaims, DynamoDBDeliveryClaims
-from fire_and_forget.errors import DuplicateDelivery, TransientError
+from fire_and_forget.runtime.deliveries import DeliveryClaims, DynamoDBDeliveryClaims
+from fire_and_forget.runtime.errors import DuplicateDelivery, TransientError
 from index_product.errors import InvalidDocument
 from index_product.model import ProductDocument, parse_document, search_terms
 from index_product.search_index import DynamoDBSearchIndex

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from botocore.exceptions import ClientError
 
-from fire_and_forget.errors import aws_errors_as_transient, error_code
+from fire_and_forget.runtime.errors import aws_errors_as_transient, error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 # The pipeline's own errors and AWS-failure classification, re-exported: the saga's modules import them from here.
-from fire_and_forget.errors import (
+from fire_and_forget.runtime.errors import (
     TRANSIENT_CANCELLATION_CODES,
     TRANSIENT_ERROR_CODES,
     DuplicateDelivery,

@@ -15,7 +15,7 @@ from common.observability import correlate, count, logger
 from common.order_ledger import CLAIM, OWN, DynamoDBOrderLedger, decide, fingerprint
 from common.records import sqs_record
 from common.settings import ReserveInventorySettings
-from fire_and_forget.deliveries import DeliveryClaims, DynamoDBDeliveryClaims
+from fire_and_forget.runtime.deliveries import DeliveryClaims, DynamoDBDeliveryClaims
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext

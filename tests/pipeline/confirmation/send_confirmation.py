@@ -9,8 +9,8 @@ from typing import Any
 
 import boto3
 
-from fire_and_forget.deliveries import DynamoDBDeliveryClaims
-from fire_and_forget.errors import DuplicateDelivery, aws_errors_as_transient
+from fire_and_forget.runtime.deliveries import DynamoDBDeliveryClaims
+from fire_and_forget.runtime.errors import DuplicateDelivery, aws_errors_as_transient
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""ff-ops: inspect a Fire-and-Forget pipeline's failures, redrive them. Commands parse and print; logic is in
+fire_and_forget/cli/."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime, timedelta
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from fire_and_forget.cli import cli_common, cli_trace, render, report
+from fire_and_forget.cli.aws import Clients
+from fire_and_forget.cli.cli_common import FLAG, AsJson, DryRun, Profile, Region, StackName, fail, run
+from fire_and_forget.cli.cli_failures import failures_app
+from fire_and_forget.cli.errors import ExitCode, UsageError
+from fire_and_forget.cli.executions import UNSUCCESSFUL, ExecutionRedriveRequest, redrive_executions
+from fire_and_forget.cli.source_dlq import queue_arn, redrive_source_dlq
+from fire_and_forget.cli.stack import DeployedStack
+from fire_and_forget.cli.status import collect_status
+from fire_and_forget.cli.trend_report import DEFAULT_MAX_EXECUTIONS as DEFAULT_MAX_TREND_EXECUTIONS
+from fire_and_forget.cli.trend_report import collect as collect_trends
+from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="Inspect a Fire-and-Forget pipeline's failed messages and redrive them without losing one.")
+source_dlq_app = typer.Typer(no_args_is_help=True, help="The source DLQ: messages the pipe could not hand over.")
+executions_app = typer.Typer(no_args_is_help=True, help="Executions of the pipeline's workflow.")
+app.add_typer(failures_app, name="failures")
+app.add_typer(source_dlq_app, name="source-dlq")
+app.add_typer(executions_app, name="executions")
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"ff-ops {package_version('fire-and-forget')}")
+        except PackageNotFoundError:  # pragma: no cover - run from a checkout that was never installed
+            typer.echo("ff-ops (not installed: no version)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option("--version", metavar=FLAG, is_eager=True, callback=_version,
+                                                   help="Print ff-ops' version and exit.")] = False) -> None:
+    """Inspect a Fire-and-Forget pipeline's failed messages and redrive them without losing one."""
+
+
+@app.command()
+def status(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
+           as_json: AsJson = False,
+           hours: Annotated[float, typer.Option(min=0.1, help="Window for the execution counts.")] = 24) -> None:
+    """Queue depths, oldest message ages, recent unsuccessful executions and the pipe's state."""
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        result = collect_status(clients, stack, cli_common.now(), timedelta(hours=hours))
+        if not as_json:
+            render.status(out, result)
+        return ExitCode.OK, report.status(result)
+
+    run(stack_name, region, profile, as_json, body)
+
+
+cli_trace.register(app)
+
+
+@app.command("report")
+def report_page(html: Annotated[Path, typer.Option("--html", help="Where to write the page (HTML, self-contained).")],
+                stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
+                as_json: AsJson = False,
+                hours: Annotated[float, typer.Option(min=0.0, help="Executions started in the last N hours.")] = 24.0,
+                since: Annotated[datetime | None, typer.Option(
+                    formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%dT%H:%M:%S"],
+                    help="Executions started at or after this time (ISO 8601; UTC if no offset); overrides "
+                         "--hours.")] = None,
+                max_executions: Annotated[int, typer.Option(
+                    min=1, help="Read at most the newest N executions.")] = DEFAULT_MAX_TREND_EXECUTIONS) -> None:
+    """Write the failure-trend page: executions and failures over time, by error and by step, with the counts."""
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        start = since.replace(tzinfo=since.tzinfo or UTC) if since else cli_common.now() - timedelta(hours=hours)
+        trend = collect_trends(clients, stack, start, max_executions)
+        html.write_text(trend.html(), encoding="utf-8")
+        if not as_json:
+            unsuccessful = sum(count for status, count in trend.outcomes if status != "SUCCEEDED")
+            out.print(f"Wrote {html}: {len(trend.timeline)} executions since {start.isoformat(timespec='seconds')}, "
+                      f"{unsuccessful} unsuccessful" + (" (the newest only)." if trend.truncated else "."))
+        return ExitCode.OK, {"schema": "ff-ops/report/v1", "stack": stack.name, "html": str(html),
+                             "since": report.json_time(start), "executions": len(trend.timeline),
+                             "outcomes": dict(trend.outcomes), "errors": dict(trend.errors),
+                             "truncated": trend.truncated}
+
+    run(stack_name, region, profile, as_json, body)
+
+
+
+
+@source_dlq_app.command("redrive")
+def source_dlq_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
+                       as_json: AsJson = False,
+                       max_per_second: Annotated[int | None, typer.Option(
+                           min=1, max=500, help="Messages moved per second at most (default: SQS's own rate, "
+                                                "up to 500).")] = None,
+                       wait: Annotated[bool, typer.Option(metavar=FLAG, help="Follow the task until it ends.")]
+                       = True,
+                       poll_seconds: Annotated[float, typer.Option(
+                           min=0.0, help="Seconds between two looks at the task.")] = 2.0) -> None:
+    """Move the source DLQ back to the source queue with SQS StartMessageMoveTask, and follow the task."""
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        dlq_url, source_url = stack.require("SourceDlqUrl", "SourceQueueUrl")
+        dlq_arn, destination_arn = queue_arn(clients.sqs, dlq_url), queue_arn(clients.sqs, source_url)
+        progress = None if as_json else (lambda task: render.move_progress(out, task))
+        result = redrive_source_dlq(clients.sqs, dlq_url, dlq_arn, destination_arn, max_per_second=max_per_second,
+                                    wait=wait, poll_seconds=poll_seconds, progress=progress)
+        if not as_json:
+            render.move_summary(out, result)
+        code = ExitCode.OK if result.succeeded else ExitCode.INCOMPLETE
+        return code, report.source_dlq_redrive(stack.name, dlq_arn, destination_arn, result)
+
+    run(stack_name, region, profile, as_json, body)
+
+
+@executions_app.command("redrive")
+def executions_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
+                       as_json: AsJson = False,
+                       execution_arn: Annotated[list[str] | None, typer.Option(
+                           help="Only this execution (repeatable); default: every one of the last 14 days.")] = None,
+                       status_: Annotated[list[str] | None, typer.Option(
+                           "--status", help="FAILED, TIMED_OUT or ABORTED (repeatable; default all three).")] = None,
+                       include_recorded: Annotated[bool, typer.Option(
+                           metavar=FLAG, help="Also executions whose message is in the failure DLQ (FailureRecorded).")]
+                       = False,
+                       dry_run: DryRun = False
+                       ) -> None:
+    """RedriveExecution for the workflow's FAILED, TIMED_OUT and ABORTED executions of the last 14 days."""
+    statuses = tuple(s.upper() for s in status_ or UNSUCCESSFUL)
+    if not set(statuses) <= set(UNSUCCESSFUL):
+        fail(UsageError(f"--status must be one of {', '.join(UNSUCCESSFUL)}"), as_json)
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        arn = stack.output("StateMachineArn")
+        request = ExecutionRedriveRequest(arn, cli_common.now(), statuses, tuple(execution_arn or ()), include_recorded,
+                                          dry_run)
+        outcomes = redrive_executions(clients.sfn, request)
+        if not as_json:
+            render.executions_summary(out, outcomes, dry_run)
+        code = ExitCode.OK if report.executions_complete(outcomes) else ExitCode.INCOMPLETE
+        return code, report.executions_redrive(stack.name, arn, dry_run, outcomes)
+
+    run(stack_name, region, profile, as_json, body)
+
+
+def main() -> None:  # pragma: no cover - `python -m fire_and_forget.cli.app`
+    sys.exit(app())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,114 @@
+"""The managed policy an operator needs to run `ff-ops` against this stack, and nothing more."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from fire_and_forget.construct.compliance import acknowledge
+
+# Every call ff-ops makes (fire_and_forget/cli/), grouped by what it is made on. SQS SSE: a receiver needs kms:Decrypt,
+# a sender kms:GenerateDataKey and kms:Decrypt, and a DLQ redrive (StartMessageMoveTask) needs both sides' permissions.
+READ_QUEUE = ["sqs:GetQueueAttributes"]
+READ_FAILURE_DLQ = ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"]
+REDRIVE_SOURCE_DLQ = ["sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:ReceiveMessage", "sqs:DeleteMessage"]
+# `ff-ops trace` reads the source DLQ too, and makes what it read visible again at once
+# (fire_and_forget/runtime/dlq.py).
+TRACE_SOURCE_DLQ = ["sqs:ChangeMessageVisibility"]
+SEND_TO_SOURCE = ["sqs:SendMessage"]
+LIST_EXECUTIONS = ["states:ListExecutions"]
+ON_EXECUTIONS = ["states:DescribeExecution", "states:GetExecutionHistory", "states:RedriveExecution"]
+QUEUE_KEY = ["kms:Decrypt", "kms:GenerateDataKey"]
+
+
+@dataclass(frozen=True)
+class OperatedResources:
+    """What ff-ops reads and redrives, as the stack built them."""
+
+    stack_name: str
+    source_queue: sqs.IQueue
+    source_dlq: sqs.IQueue
+    failure_dlq: sqs.IQueue
+    watched_queues: tuple[sqs.IQueue, ...]  # every queue `status` reports, the three above included
+    state_machine: sfn.StateMachine
+    pipe_arn: str
+    key: kms.IKey
+
+
+class OperatorPolicy(Construct):
+    """`.policy`: attach it to the operators' role or group. Exactly ff-ops' calls, on this stack's resources."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, resources: OperatedResources) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        r = resources
+        # RedriveExecution, DescribeExecution and GetExecutionHistory act on the execution ARN
+        # (execution:<stateMachineName>:<executionName>), not on the state machine.
+        executions = stack.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{r.state_machine.state_machine_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        statements = [
+            _allow(
+                "FindTheStack",
+                ["cloudformation:DescribeStacks"],
+                [stack.format_arn(service="cloudformation", resource="stack", resource_name=f"{r.stack_name}/*")],
+            ),
+            _allow("ReadQueueDepths", READ_QUEUE, [q.queue_arn for q in r.watched_queues]),
+            _allow("ReadAndRedriveFailureDlq", READ_FAILURE_DLQ, [r.failure_dlq.queue_arn]),
+            _allow("RedriveSourceDlq", REDRIVE_SOURCE_DLQ, [r.source_dlq.queue_arn]),
+            _allow("TraceReadsTheSourceDlq", TRACE_SOURCE_DLQ, [r.source_dlq.queue_arn]),
+            _allow("SendRedrivenMessages", SEND_TO_SOURCE, [r.source_queue.queue_arn]),
+            _allow("ListExecutions", LIST_EXECUTIONS, [r.state_machine.state_machine_arn]),
+            _allow("InspectAndRedriveExecutions", ON_EXECUTIONS, [executions]),
+            _allow("ReadPipeState", ["pipes:DescribePipe"], [r.pipe_arn]),
+            # GetMetricData has no resource-level permissions (Service Authorization Reference: Resource "*").
+            _allow("ReadQueueAges", ["cloudwatch:GetMetricData"], ["*"]),
+            # `status` finds the healing functions' counts by name and `service` dimension (no output names their
+            # namespace); ListMetrics has no resource-level permissions either.
+            _allow("FindHealingMetrics", ["cloudwatch:ListMetrics"], ["*"]),
+            iam.PolicyStatement(
+                sid="UseTheQueueKeyThroughSqs",
+                actions=QUEUE_KEY,
+                resources=[r.key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"sqs.{stack.region}.{stack.url_suffix}"}},
+            ),
+        ]
+        self.policy = iam.ManagedPolicy(
+            self,
+            "Policy",
+            description=f"Operate the {r.stack_name} fire-and-forget pipeline with ff-ops (read, redrive)",
+            statements=statements,
+        )
+        machine_id = stack.get_logical_id(r.state_machine.node.default_child)  # type: ignore[arg-type]
+        acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "cloudwatch:GetMetricData and cloudwatch:ListMetrics support no resource-level permissions; they only "
+            "read metrics",
+        )
+        acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            f"<AWS::AccountId>:execution:<{machine_id}.Name>:*]",
+            "RedriveExecution, DescribeExecution and GetExecutionHistory act on execution ARNs, whose "
+            "names are generated; the pattern is this one state machine's executions only",
+        )
+        acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:cloudformation:"
+            f"<AWS::Region>:<AWS::AccountId>:stack/{r.stack_name}/*]",
+            "a stack's ARN ends in an id CloudFormation generates; the pattern is this one stack name",
+        )
+
+
+def _allow(sid: str, actions: list[str], resources: list[str]) -> iam.PolicyStatement:
+    return iam.PolicyStatement(sid=sid, actions=actions, resources=resources)

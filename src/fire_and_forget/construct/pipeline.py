@@ -1,0 +1,293 @@
+"""FireAndForgetPipeline: any Standard workflow, run fire-and-forget from SQS, with the whole safety net around it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import jsii
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_pipes as pipes
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct, IValidation
+
+from fire_and_forget.construct.alert_path import AlertPath
+from fire_and_forget.construct.code import RUNTIME
+from fire_and_forget.construct.dependencies_layer import DependenciesLayer
+from fire_and_forget.construct.execution_events import ExecutionEvents
+from fire_and_forget.construct.failure_handling import FailureHandling
+from fire_and_forget.construct.healing import HealedResources, Healing
+from fire_and_forget.construct.messaging_key import MessagingKey
+from fire_and_forget.construct.monitoring import Monitoring
+from fire_and_forget.construct.monitoring_metrics import MonitoredResources, WorkflowMetrics
+from fire_and_forget.construct.notifications import SlackNotifications
+from fire_and_forget.construct.operator_policy import OperatedResources, OperatorPolicy
+from fire_and_forget.construct.pipe import InvocationType, Pipe
+from fire_and_forget.construct.settings import PipelineSettings
+from fire_and_forget.construct.source_queue import SourceQueue
+from fire_and_forget.construct.task_resources import encrypted_table
+from fire_and_forget.construct.workflow import WiringError, Workflow, WorkflowStateMachine, retried_errors
+from fire_and_forget.runtime.outputs import Output
+from fire_and_forget.runtime.tail import HANDLED_FAILURE_ERROR
+
+# The outputs ff-ops and the offline rehearsal find a pipeline by (fire_and_forget.runtime.outputs).
+OUTPUT_KEYS = tuple(key.value for key in Output if key is not Output.COMPENSATION_STATES)
+
+
+@dataclass(frozen=True)
+class PipelineProps:
+    """Everything the pipeline is built from. Only `name`, `workflow` and `metrics` have no default.
+
+    `name` is the pipeline's id in the failure record and in alerts (lowercase, digits, '-'). `message_key` is the
+    top-level field of a message body that names the work it is about ("requestId"): ff-ops selects and labels failed
+    messages by it (output MessageKeyField), and never needs it to be present. `key` is the
+    customer-managed KMS key for the queues, the topic and the deliveries table: give the one your own tables use,
+    or leave it out and the pipeline makes one (`.key`). `layer` is the dependencies layer (Powertools) for the
+    pipeline's own functions, the Reconciler and the Redriver: give your tasks' DependenciesLayer, or leave it out
+    and the pipeline builds one. `outputs` names extra stack outputs (a table the operators or the rehearsal read),
+    beside the pipeline's own (OUTPUT_KEYS).
+    """
+
+    name: str
+    workflow: Workflow
+    metrics: WorkflowMetrics
+    message_key: str
+    settings: PipelineSettings = field(default_factory=PipelineSettings)
+    key: kms.IKey | None = None
+    invocation_type: InvocationType = "FIRE_AND_FORGET"
+    outputs: Mapping[str, str] = field(default_factory=dict)
+    layer: lambda_.ILayerVersion | None = None
+    emit_outputs: bool = True
+
+
+class FireAndForgetPipeline(Construct):
+    """SQS -> Pipe (FIRE_AND_FORGET) -> the workflow -> its failure tail, with the rule for what Catch cannot see.
+
+    Exposes what it creates: `.source_queue`, `.source_dlq`, `.pipe`, `.state_machine`, `.failure_dlq`,
+    `.alerts_topic`, `.alarms`, `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`. One per stack: its
+    outputs have fixed keys, which is how ff-ops finds it.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: PipelineProps) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.emits_outputs: bool = props.emit_outputs
+        others = [c for c in stack.node.find_all() if isinstance(c, FireAndForgetPipeline) and c is not self
+                  and c.emits_outputs]
+        if others and props.emit_outputs:
+            raise WiringError(f"{stack.stack_name} already holds a FireAndForgetPipeline with outputs "
+                              f"({others[0].node.path}): ff-ops finds a pipeline by its stack's outputs, so a second "
+                              "one in the same stack sets emit_outputs=False (or goes into a stack of its own).")
+        _check_name(props.name)
+        _check_message_key(props.message_key)
+        settings = props.settings
+        self.key: kms.IKey = props.key or MessagingKey(self, "MessagingKey", config=settings).key
+        source = SourceQueue(self, "SourceQueue", key=self.key, config=settings)
+        failure = FailureHandling(self, "FailureHandling", key=self.key, config=settings)
+        self.source_queue: sqs.Queue = source.queue
+        self.source_dlq: sqs.Queue = source.dead_letter_queue
+        self.failure_dlq: sqs.Queue = failure.failure_dlq
+        self.alerts_topic: sns.Topic = failure.alerts_topic
+        self.deliveries_table = self._deliveries_table(props)
+
+        workflow = props.workflow
+        machine = WorkflowStateMachine(
+            self,
+            "Workflow",
+            workflow=workflow,
+            settings=settings,
+            pipeline_name=props.name,
+            failure_dlq=self.failure_dlq,
+            alerts_topic=self.alerts_topic,
+            key=self.key,
+            deliveries_table=self.deliveries_table,
+        )
+        self.state_machine: sfn.StateMachine = machine.state_machine
+        pipe = Pipe(
+            self,
+            "Pipe",
+            config=settings,
+            description=f"Starts one {workflow.title} execution per SQS message (FIRE_AND_FORGET)",
+            source_queue=self.source_queue,
+            source_key=self.key,
+            state_machine=self.state_machine,
+            workflow_type=machine.state_machine_type,
+            invocation_type=props.invocation_type,
+        )
+        self.pipe: pipes.CfnPipe = pipe.pipe
+        execution_events = ExecutionEvents(
+            self,
+            "ExecutionEvents",
+            config=settings,
+            key=self.key,
+            state_machine=self.state_machine,
+            handled_error=HANDLED_FAILURE_ERROR,
+            workflow_title=workflow.title,
+        )
+        layer = props.layer or DependenciesLayer(self, "Dependencies", runtime=RUNTIME).layer
+        self.healing = Healing(
+            self,
+            "Healing",
+            settings=settings,
+            reconciler_dlq=execution_events.reconciler_dlq,
+            resources=HealedResources(
+                pipeline_name=props.name,
+                title=workflow.title,
+                message_key=props.message_key,
+                state_machine=self.state_machine,
+                source_queue=self.source_queue,
+                failure_dlq=self.failure_dlq,
+                failure_events_queue=execution_events.failure_events_queue,
+                alerts_topic=self.alerts_topic,
+                deliveries_table=self.deliveries_table,
+                key=self.key,
+                layer=layer,
+                metrics_namespace=props.metrics.namespace,
+                compensations=tuple((step, state, workflow.functions[state])
+                                    for step, state in workflow.ordered_undo(machine.definition)),
+                transient_errors=retried_errors(machine.definition),
+                task_timeouts={state: _timeout_seconds(function) for state, function in workflow.functions.items()},
+                source_max_message_bytes=source.max_message_size_bytes,
+            ),
+        )
+        SlackNotifications(self, "Notifications", config=settings, topic=self.alerts_topic)
+        alert_path = AlertPath(self, "AlertPath", config=settings)
+        monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=settings.alarms,
+            alerts_topic=self.alerts_topic,
+            alert_path_topic=alert_path.topic,
+            runbook_url=settings.runbook_url,
+            resources=MonitoredResources(
+                state_machine=self.state_machine,
+                source_queue=self.source_queue,
+                source_dlq=self.source_dlq,
+                failure_dlq=self.failure_dlq,
+                failure_events_queue=execution_events.failure_events_queue,
+                rule_target_dlq=execution_events.target_dlq,
+                pipe_name=self.pipe.ref,
+                rule=execution_events.rule,
+                functions=dict(workflow.functions),
+                metrics=props.metrics,
+                title=workflow.title,
+                undelivered_alerts=failure.undelivered_alerts,
+                healing=self.healing,
+            ),
+        )
+        self.alarms: dict[str, cw.Alarm] = monitoring.alarms
+        self.composite_alarm: cw.CompositeAlarm = monitoring.composite
+        self.dashboard: cw.Dashboard = monitoring.dashboard
+        self.operator_policy = OperatorPolicy(
+            self,
+            "OperatorPolicy",
+            resources=OperatedResources(
+                stack_name=stack.stack_name,
+                source_queue=self.source_queue,
+                source_dlq=self.source_dlq,
+                failure_dlq=self.failure_dlq,
+                watched_queues=(self.source_queue, self.source_dlq, self.failure_dlq,
+                                execution_events.failure_events_queue, execution_events.target_dlq,
+                                self.healing.reconciler_dlq, self.healing.schedule_dlq),
+                state_machine=self.state_machine,
+                pipe_arn=self.pipe.attr_arn,
+                key=self.key,
+            ),
+        ).policy
+
+        outputs = {
+            Output.PIPELINE_NAME: props.name,
+            Output.SOURCE_QUEUE_URL: self.source_queue.queue_url,
+            Output.SOURCE_DLQ_URL: self.source_dlq.queue_url,
+            Output.FAILURE_DLQ_URL: self.failure_dlq.queue_url,
+            Output.FAILURE_EVENTS_QUEUE_URL: execution_events.failure_events_queue.queue_url,
+            Output.EVENT_TARGET_DLQ_URL: execution_events.target_dlq.queue_url,
+            Output.ALERTS_TOPIC_ARN: self.alerts_topic.topic_arn,
+            Output.ALERT_PATH_TOPIC_ARN: alert_path.topic.topic_arn,
+            Output.STATE_MACHINE_ARN: self.state_machine.state_machine_arn,
+            Output.PIPE_NAME: self.pipe.ref,
+            Output.PIPE_ARN: self.pipe.attr_arn,
+            Output.FAILURE_RULE_NAME: execution_events.rule.rule_name,
+            Output.DASHBOARD_NAME: self.dashboard.dashboard_name,
+            Output.OPERATOR_POLICY_ARN: self.operator_policy.managed_policy_arn,
+            Output.DELIVERIES_TABLE_NAME: self.deliveries_table.table_name,
+            Output.MESSAGE_KEY_FIELD: props.message_key,
+            Output.RECONCILER_DLQ_URL: self.healing.reconciler_dlq.queue_url,
+            Output.SCHEDULE_DLQ_URL: self.healing.schedule_dlq.queue_url,
+            Output.RECONCILER_FUNCTION_NAME: self.healing.reconciler.function_name,
+            Output.REDRIVER_FUNCTION_NAME: self.healing.redriver.function_name,
+            # ff-ops classifies failure records by the same HealingPolicy the Redriver applies.
+            Output.HEALING_POLICY: stack.to_json_string(self.healing.policy.to_environment()),
+        }
+        if workflow.compensations:  # `ff-ops trace` lists these states as the compensations an execution ran
+            outputs[Output.COMPENSATION_STATES] = ",".join(workflow.compensations)
+        clashing = sorted(set(outputs) & set(props.outputs))
+        if clashing:
+            raise WiringError(f"props.outputs {', '.join(clashing)} are the pipeline's own output keys: rename them")
+        for output_id, value in (outputs | dict(props.outputs)).items() if props.emit_outputs else ():
+            # At the stack's top level, under the fixed key: ff-ops reads outputs by key.
+            CfnOutput(self, str(output_id), value=value).override_logical_id(str(output_id))
+        self.node.add_validation(_GeneratedNamesFit(stack, (self.state_machine,)))
+
+    def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
+        """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""
+        table = encrypted_table(self, "DeliveriesTable", partition_key="messageId", key=self.key,
+                                settings=props.settings, ttl_attribute="expiresAt")
+        claimer = props.workflow.functions[props.workflow.claims_delivery]
+        table.grant_read_write_data(claimer)
+        claimer.add_environment("DELIVERIES_TABLE_NAME", table.table_name)
+        # As long as the idempotency records: a duplicate cannot outlive the claim.
+        claimer.add_environment("DELIVERY_CLAIM_TTL_SECONDS", str(props.settings.idempotency_expiry_seconds))
+        return table
+
+
+# CloudFormation names a state machine without a StateMachineName `<stack name>-<logical id>-<12 characters>`, and
+# Step Functions takes at most 80 characters (API_StateMachineListItem: "Maximum length of 80").
+MAX_STATE_MACHINE_NAME = 80
+DEFAULT_LAMBDA_TIMEOUT = 3  # seconds: Lambda's default when a function sets none (API_CreateFunction.html)
+GENERATED_SUFFIX = 13
+
+
+@jsii.implements(IValidation)
+class _GeneratedNamesFit:
+    """Refuse at synth a stack name so long that a generated state machine name would exceed 80 characters."""
+
+    def __init__(self, stack: Stack, machines: tuple[sfn.StateMachine, ...]) -> None:
+        self._stack = stack
+        self._machines = machines
+
+    def validate(self) -> list[str]:
+        problems = []
+        for machine in self._machines:
+            logical_id = self._stack.resolve(self._stack.get_logical_id(machine.node.default_child))  # type: ignore[arg-type]
+            length = len(self._stack.stack_name) + 1 + len(str(logical_id)) + GENERATED_SUFFIX
+            if length > MAX_STATE_MACHINE_NAME:
+                problems.append(
+                    f"state machine {machine.node.path}: CloudFormation would name it {length} characters long "
+                    f"(stack name + logical id), over Step Functions' {MAX_STATE_MACHINE_NAME}: use a stack name of at "
+                    f"most {len(self._stack.stack_name) - (length - MAX_STATE_MACHINE_NAME)} characters"
+                )
+        return problems
+
+
+def _check_message_key(field_name: str) -> None:
+    if not (0 < len(field_name) <= 64 and field_name.replace("_", "").replace("-", "").isalnum()):
+        raise WiringError(f"message_key {field_name!r}: name one top-level field of the message body, such as "
+                          "'requestId' (letters, digits, '_' or '-', at most 64 characters).")
+
+
+def _check_name(name: str) -> None:
+    if not (0 < len(name) <= 32 and name[0].isalpha() and all(c.islower() or c.isdigit() or c == "-" for c in name)):
+        raise WiringError(f"Pipeline name {name!r}: use 1 to 32 lowercase letters, digits or '-', starting with a "
+                          "letter (it is written into every failure record).")
+
+
+def _timeout_seconds(function: lambda_.Function) -> int:
+    """How long one invocation of the function may run."""
+    return int(function.timeout.to_seconds()) if function.timeout is not None else DEFAULT_LAMBDA_TIMEOUT

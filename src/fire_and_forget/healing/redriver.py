@@ -1,0 +1,63 @@
+"""Redriver entry point (``redriver.handler``): the schedule's `{"time": "<scheduled time>"}`, every few minutes.
+
+"Now" is the schedule's time, not the clock's, so a run decides the same for the same input (and the offline
+rehearsal compresses the cool-offs by advancing its clock)."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from aws_lambda_powertools.metrics import MetricUnit
+
+from fire_and_forget.healing.announcements import Announcer, AnnouncerSettings
+from fire_and_forget.healing.auto_redrive import redrive_due
+from fire_and_forget.healing.reconciliation import event_time
+from fire_and_forget.healing.telemetry import (
+    AUTO_REDRIVEN,
+    NEEDING_A_PERSON,
+    OVERDUE,
+    RETRIES_EXHAUSTED,
+    WAITING_FOR_RETRY,
+    logger,
+    metrics,
+)
+from fire_and_forget.runtime.healing_policy import Disposition, HealingPolicy
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    now = event_time(event.get("time"))
+    report = redrive_due(boto3.client("sqs"), dlq_url=os.environ["FAILURE_DLQ_URL"],
+                         source_url=os.environ["SOURCE_QUEUE_URL"], policy=HealingPolicy.from_environment(),
+                         now=now, key_field=os.environ["MESSAGE_KEY_FIELD"],
+                         period=timedelta(seconds=int(os.environ["REDRIVE_PERIOD_SECONDS"])))
+    announced = []
+    if report.unsendable:  # rare: no clients for it on the usual run
+        announcer = Announcer(dynamodb=boto3.client("dynamodb"), sns=boto3.client("sns"),
+                              settings=AnnouncerSettings.from_environment(os.environ))
+        announced = [record.message_id for record, found in report.unsendable
+                     if announcer.announce(record, found, now)]
+    metrics.add_metric(name=AUTO_REDRIVEN, unit=MetricUnit.Count, value=report.redriven)
+    metrics.add_metric(name=WAITING_FOR_RETRY, unit=MetricUnit.Count, value=report.waiting)
+    metrics.add_metric(name=NEEDING_A_PERSON, unit=MetricUnit.Count, value=report.needing_a_person)
+    metrics.add_metric(name=RETRIES_EXHAUSTED, unit=MetricUnit.Count,
+                       value=report.dispositions[Disposition.EXHAUSTED])
+    metrics.add_metric(name=OVERDUE, unit=MetricUnit.Count, value=report.overdue)
+    outcomes = [{"messageId": o.message_id, "key": o.key, "error": o.error, "action": o.action.value,
+                 "newMessageId": o.new_message_id, "reason": o.reason}
+                for o in (report.redrive.outcomes if report.redrive else [])]
+    logger.info("auto-redrive", extra={"dispositions": {d.value: n for d, n in report.dispositions.items()},
+                                       "due": report.due, "redriven": report.redriven, "overdue": report.overdue,
+                                       "announced": announced, "outcomes": outcomes})
+    left = [o for o in outcomes if o["action"] not in ("redriven", "copy-deleted")]
+    if left:
+        logger.warning("due records left in the failure DLQ; the next run tries again", extra={"left": left})
+    return {"redriven": report.redriven, "waiting": report.waiting, "needingAPerson": report.needing_a_person,
+            "overdue": report.overdue, "announced": len(announced)}

@@ -1,0 +1,265 @@
+"""Runs each deployed function's real handler in-process, reporting errors the way the Lambda runtime does."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import logging
+import os
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.core.exceptions import JsonRESTError
+
+from fire_and_forget.rehearsal.clock import VirtualClock
+from fire_and_forget.rehearsal.faults import FaultKind, FaultPlan
+
+PATTERN_PACKAGE = "fire_and_forget"
+# The parts of the package that are function code (handlers with module state), not shared libraries.
+PATTERN_FUNCTION_PARTS = frozenset({"healing"})
+# What the Lambda runtime reports when an invocation reaches its function's timeout (invocation-retries.html);
+# Step Functions' own documentation names the same case Lambda.Unknown, and the workflows retry both.
+TIMED_OUT_ERROR = "Sandbox.Timedout"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One invocation as the function saw it: which task, the outcome, and the error type if any."""
+
+    task: str
+    error_type: str | None
+    duration_ms: float
+
+
+class _LambdaServiceError(JsonRESTError):
+    def __init__(self, code: str, status: int, message: str) -> None:
+        super().__init__(code, message)
+        self.code = status
+
+
+class _Context:
+    """The LambdaContext fields Powertools reads."""
+
+    def __init__(self, function: Any) -> None:
+        self.function_name = function.function_name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = function.function_arn
+        self.memory_limit_in_mb = int(function.memory_size)
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{function.function_name}"
+        self.log_stream_name = "offline"
+        self._deadline = time.monotonic() + float(function.timeout)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+class LambdaRuntime:
+    """Replaces moto's echoing Lambda backend with one that runs the handler named by `Handler`."""
+
+    def __init__(self, assets: dict[str, Path], task_names: dict[str, str], faults: FaultPlan,
+                 clock: VirtualClock | None = None) -> None:
+        self._assets = assets  # S3 object key of a code asset -> its directory in cdk.out
+        self._task_names = task_names  # physical function name -> task name (the state that calls it)
+        self._faults = faults
+        # The clock a held invocation's function timeout runs on; without one, it is held until released.
+        self._clock = clock
+        self._lock = threading.RLock()  # one invocation at a time: handlers read their settings from os.environ
+        self._original_invoke: Any = None
+        self.invocations: list[Invocation] = []
+        self.hanging = threading.Event()  # set while an invocation is held by a HANG fault
+        self.hung = 0  # how many invocations a HANG fault has held so far
+        self.held_finished = 0  # how many of them have ended: run after their release, or timed out
+        self.held_timed_out = 0  # how many of them reached their function's timeout while held
+        self._hang_lock = threading.Condition()
+        self.log_lines: list[dict[str, Any]] = []
+        self.metric_documents: list[dict[str, Any]] = []
+        self._pattern_asset: Path | None = None  # the asset the pattern's own function modules were last imported for
+
+    def install(self) -> None:
+        os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"  # no X-Ray daemon offline
+        self._original_invoke = LambdaSimpleBackend.invoke
+        runtime = self
+
+        def invoke(backend: Any, function_name: str, qualifier: str | None, body: Any, headers: Any,
+                   response_headers: dict[str, str]) -> bytes:
+            return runtime.invoke(backend, function_name, qualifier, body, response_headers)
+
+        LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign,assignment]
+
+    def uninstall(self) -> None:
+        if self._original_invoke is not None:
+            LambdaSimpleBackend.invoke = self._original_invoke  # type: ignore[method-assign]
+            self._original_invoke = None
+
+    def invoke(self, backend: Any, function_name: str, qualifier: str | None, body: Any,
+               response_headers: dict[str, str]) -> bytes:
+        function = backend.get_function(function_name, qualifier)
+        task = self._task_names.get(function.function_name, function.function_name)
+        event = json.loads(body) if body else {}
+        fault = self._faults.take(task, event)
+        if fault is FaultKind.SERVICE_ERROR:
+            raise _LambdaServiceError("ServiceException", 500, "Lambda encountered an internal error (injected)")
+        if fault is FaultKind.THROTTLE:
+            raise _LambdaServiceError("TooManyRequestsException", 429, "Rate exceeded (injected)")
+        if fault is FaultKind.HANG:
+            return self._held(function, task, event, response_headers)
+        return self._run(function, task, event, fault, response_headers)
+
+    def _held(self, function: Any, task: str, event: Any, response_headers: dict[str, str]) -> bytes:
+        """A slow invocation: held until released, then it runs (and commits) normally, like a function the
+        workflow stopped waiting for. Lambda ends an invocation at its function's timeout whatever its caller does
+        (an execution that timed out or was stopped does not stop it): held past that on the clock, it ends
+        there with the runtime's timeout error, its handler never having run."""
+        with self._hang_lock:
+            self.hung += 1
+        self.hanging.set()
+        timeout = float(function.timeout)
+        if self._clock is None:
+            released = self._faults.released.wait()
+        else:
+            released = self._clock.wait_for(self._faults.released.is_set, timeout, about=self._faults.released)
+        try:
+            if not released:
+                with self._hang_lock:
+                    self.held_timed_out += 1
+                self.invocations.append(Invocation(task, TIMED_OUT_ERROR, timeout * 1000))
+                return self._error(response_headers, TIMED_OUT_ERROR,
+                                   f"Task timed out after {timeout:.2f} seconds", [])
+            return self._run(function, task, event, FaultKind.HANG, response_headers)
+        finally:
+            with self._hang_lock:
+                self.held_finished += 1
+                self._hang_lock.notify_all()
+
+    def wait_for_held(self, timeout_seconds: float) -> None:
+        """Until every invocation a HANG fault held has run to its end (call after releasing them)."""
+        with self._hang_lock:
+            if not self._hang_lock.wait_for(lambda: self.held_finished >= self.hung, timeout_seconds):
+                raise TimeoutError(f"{self.hung - self.held_finished} held invocations still running")
+
+    def _run(self, function: Any, task: str, event: Any, fault: FaultKind | None,
+             response_headers: dict[str, str]) -> bytes:
+        if fault in (FaultKind.TIMEOUT, FaultKind.CRASH):
+            error_type = "Lambda.Unknown" if fault is FaultKind.TIMEOUT else "Runtime.ExitError"
+            message = (f"Task timed out after {float(function.timeout):.2f} seconds (injected)"
+                       if fault is not FaultKind.CRASH else "Runtime exited with error: exit status 1 (injected)")
+            self.invocations.append(Invocation(task, error_type, 0.0))
+            return self._error(response_headers, error_type, message, [])
+        with self._lock, self._invocation_environment(function) as output:
+            started = time.perf_counter()
+            try:
+                handler = self._handler(function)
+                result = handler(event, _Context(function))
+            except Exception as error:  # the runtime reports every exception as an unhandled function error
+                elapsed = (time.perf_counter() - started) * 1000
+                self.invocations.append(Invocation(task, type(error).__name__, elapsed))
+                frames = traceback.format_exception(error)
+                self._collect(output.getvalue())
+                return self._error(response_headers, type(error).__name__, str(error), frames)
+            self.invocations.append(Invocation(task, None, (time.perf_counter() - started) * 1000))
+            self._collect(output.getvalue())
+        return json.dumps(result).encode("utf-8")
+
+    @staticmethod
+    def _error(response_headers: dict[str, str], error_type: str, message: str, trace: list[str]) -> bytes:
+        # What the Lambda runtime returns for an unhandled exception; Step Functions reads errorType as the error.
+        response_headers["x-amz-function-error"] = "Unhandled"
+        return json.dumps({"errorType": error_type, "errorMessage": message, "stackTrace": trace}).encode("utf-8")
+
+    @contextmanager
+    def _invocation_environment(self, function: Any) -> Iterator[io.StringIO]:
+        # What the Lambda runtime adds to every function's environment.
+        wanted = {**(function.environment_vars or {}), "AWS_LAMBDA_FUNCTION_NAME": function.function_name,
+                  "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_size), "AWS_REGION": function.region,
+                  "AWS_DEFAULT_REGION": function.region}
+        # Only these keys are set and put back: other threads (the pipe, other executions) keep reading a whole
+        # environment, never an emptied one (os.environ.clear() would leave them without credentials or region).
+        saved = {key: os.environ.get(key) for key in wanted}
+        os.environ.update(wanted)
+        output = io.StringIO()
+        # EMF metrics are print()ed; Powertools Logger writes to the stream its handler was created with.
+        streams = _stream_handlers()
+        saved_streams = [(handler, handler.setStream(output)) for handler in streams]
+        try:
+            with redirect_stdout(output):
+                yield output
+        finally:
+            for handler, stream in saved_streams:
+                handler.setStream(stream)
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    def _handler(self, function: Any) -> Any:
+        asset = self._assets[function.code["S3Key"]]
+        module_name, attribute = function.handler.rsplit(".", 1)
+        _use_asset(asset, module_name.split(".")[0])
+        if module_name.startswith(f"{PATTERN_PACKAGE}.") and asset != self._pattern_asset:
+            # A cold start: the pattern's functions (the Reconciler, the Redriver) read their Logger's and Metrics'
+            # names from the environment at import, which differs from one pipeline's functions to another's.
+            _forget_pattern_functions()
+            self._pattern_asset = asset
+        return getattr(importlib.import_module(module_name), attribute)
+
+    def _collect(self, output: str) -> None:
+        for line in output.splitlines():
+            try:
+                document = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(document, dict) and "_aws" in document:
+                self.metric_documents.append(document)
+            elif isinstance(document, dict):
+                self.log_lines.append(document)
+
+
+def _stream_handlers() -> list[logging.StreamHandler[Any]]:
+    """The stream handlers of every logger, e.g. the one Powertools' Logger created at import time."""
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    return [h for lg in loggers for h in lg.handlers
+            if type(h) is logging.StreamHandler and h.stream in (sys.stdout, sys.__stdout__) or
+            (type(h) is logging.StreamHandler and isinstance(h.stream, io.StringIO))]
+
+
+def _use_asset(asset: Path, top_package: str) -> None:
+    """Import the handler from the function's own asset directory, as the Lambda runtime does.
+
+    Modules of the same name imported from elsewhere (the tests import `lambdas/` directly) are dropped first,
+    so the code that runs is the code that was packaged. The pattern's own package is the exception: the rehearsal
+    itself runs from it, and one process holds one `fire_and_forget`, so a handler's `fire_and_forget.runtime` (and
+    the healing functions' `fire_and_forget.healing`) come from the installed package the asset was copied from at
+    synth. That each asset holds all it imports is proven apart (tests/infra/test_lambda_assets.py).
+    """
+    root = str(asset)
+    if sys.path[:1] != [root]:
+        if root in sys.path:
+            sys.path.remove(root)
+        sys.path.insert(0, root)
+    packages = ({path.name for path in asset.iterdir() if path.is_dir()} | {top_package}) - {PATTERN_PACKAGE}
+    for name in list(sys.modules):
+        module_file = getattr(sys.modules[name], "__file__", None) or ""
+        if name.split(".")[0] in packages and not module_file.startswith(root):
+            del sys.modules[name]
+
+
+def _forget_pattern_functions() -> None:
+    """Drop the pattern's function modules (every part but `runtime`, which the rehearsal shares with the
+    handlers), so that the next import runs their module code again, as a new execution environment does."""
+    for name in list(sys.modules):
+        parts = name.split(".")
+        if parts[0] == PATTERN_PACKAGE and len(parts) > 1 and parts[1] in PATTERN_FUNCTION_PARTS:
+            del sys.modules[name]

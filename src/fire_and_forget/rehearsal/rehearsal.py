@@ -1,0 +1,416 @@
+"""The offline rehearsal: the synthesized app deployed into moto, with the pipe, events and real handlers."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from moto import mock_aws
+
+from fire_and_forget.rehearsal import client_cache
+from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
+from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
+from fire_and_forget.rehearsal.clock import RetryClock, VirtualClock
+from fire_and_forget.rehearsal.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
+from fire_and_forget.rehearsal.event_sources import EventSourceMappings
+from fire_and_forget.rehearsal.execution_events import EventBus, RuleDefinition, status_change_event
+from fire_and_forget.rehearsal.faults import FaultPlan
+from fire_and_forget.rehearsal.interpreter_time import InterpreterTime
+from fire_and_forget.rehearsal.lambda_runtime import LambdaRuntime
+from fire_and_forget.rehearsal.metrics import ServiceMetrics
+from fire_and_forget.rehearsal.pipe import PipeDefinition, PipeEmulator
+from fire_and_forget.rehearsal.schedules import Firing, Scheduler, read_schedules
+from fire_and_forget.rehearsal.services import install_service_faults
+from fire_and_forget.rehearsal.sfn_responses import install_stop_dates
+from fire_and_forget.rehearsal.sqs_time import install_sqs_on_the_clock
+
+TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
+# Executions the rehearsal lets run at once (see PipeEmulator.drain): enough for real interleaving, few enough that
+# no invocation waits near a Task's 30 s timeout for the one interpreter that runs every handler.
+MAX_IN_FLIGHT = 40
+# How many times `run` goes round pipe -> executions -> status-change events -> event source mappings before it gives
+# up: each round exists only because the previous one's consumers (a reconciler) queued or started more work.
+MAX_SETTLE_ROUNDS = 20
+# Functions whose logical id contains one of these are that task for fault injection
+# (fire_and_forget/rehearsal/faults.py), whatever the construct's path in front of it: issue 13's self-healing
+# functions.
+NAMED_FUNCTIONS = ("Reconciler", "Redriver")
+
+
+@dataclass
+class Execution:
+    """One finished execution, with what a test or an operator wants to know about it."""
+
+    arn: str
+    status: str
+    error: str | None
+    cause: str | None
+    input: Any
+    output: Any
+    states: list[str]
+    history: list[dict[str, Any]] = field(repr=False)
+
+    @property
+    def transitions(self) -> int:
+        """States entered: what Step Functions Standard bills (retries are billed too, see `retries`)."""
+        return len(self.states)
+
+    @property
+    def message_id(self) -> str | None:
+        record = self.input[0] if isinstance(self.input, list) and self.input else {}
+        return record.get("messageId") if isinstance(record, dict) else None
+
+
+class Rehearsal:
+    """Use as a context manager: `with Rehearsal.start(Path("cdk.out")) as aws: ...`; any stack of the assembly with
+    the pipeline's outputs: `Rehearsal.start(Path("cdk.out"), stack_name="FireAndForget-Catalog")`."""
+
+    def __init__(self, assembly: CloudAssembly, region: str = "us-east-1",
+                 execution_timeout_seconds: int | None = None) -> None:
+        self.assembly = assembly
+        self.region = region
+        self._execution_timeout = execution_timeout_seconds
+        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True},
+                                      "lambda": {"use_docker": False}})
+        # The one clock of the process while the rehearsal is open: the real UTC time at deployment, moved only by
+        # `advance` (fire_and_forget/rehearsal/clock.py). Timeouts are measured on it; work takes no time on it.
+        self.virtual_clock = VirtualClock()
+        self.interpreter_time = InterpreterTime(self.virtual_clock)
+        self.faults = FaultPlan(clock=self.virtual_clock)
+        self.clock = RetryClock()
+        self.stack: DeployedStack
+        self.runtime: LambdaRuntime
+        self.pipe: PipeEmulator
+        self.bus: EventBus
+        self.metrics: ServiceMetrics  # what AWS would publish to CloudWatch (metrics.py)
+        self.event_sources: EventSourceMappings  # the template's SQS event source mappings (event_sources.py)
+        self.scheduler: Scheduler  # the template's schedules, on `virtual_clock` (schedules.py)
+        self._started_elsewhere: list[str] = []  # executions of the workflow the pipe did not start (a reconciler's)
+        self._announced: set[str] = set()
+        self._uninstall_service_faults: Any = None
+        self._uninstall_client_cache: Any = None
+        self._uninstall_sqs_time: Any = None
+        self._uninstall_stop_dates: Any = None
+
+    @classmethod
+    @contextmanager
+    def start(cls, assembly_dir: Path, stack_name: str = STACK_NAME, **kwargs: Any) -> Iterator[Rehearsal]:
+        rehearsal = cls(CloudAssembly.load(assembly_dir, stack_name), **kwargs)
+        rehearsal.open()
+        try:
+            yield rehearsal
+        finally:
+            rehearsal.close()
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        self._mock.start()
+        self.virtual_clock.install()
+        self.interpreter_time.install()
+        self.clock.install()
+        try:
+            self._uninstall_sqs_time = install_sqs_on_the_clock()
+            self._uninstall_stop_dates = install_stop_dates()
+            self.stack = deploy(self.assembly, self.region)
+            # Typed Any: the probes pass service responses on as plain dicts.
+            self.sqs: Any = boto3.client("sqs", region_name=self.region)
+            self.sfn: Any = boto3.client("stepfunctions", region_name=self.region)
+            self.sns: Any = boto3.client("sns", region_name=self.region)
+            self.dynamodb: Any = boto3.client("dynamodb", region_name=self.region)
+            self.cloudwatch: Any = boto3.client("cloudwatch", region_name=self.region)
+            # Looked up once: queue ARNs cost one GetQueueAttributes each.
+            task_names, queue_urls = self._task_names(), self._queue_urls()
+            self.runtime = LambdaRuntime(asset_directories(self.assembly), task_names, self.faults,
+                                         clock=self.virtual_clock)
+            self.runtime.install()
+            self._uninstall_service_faults = install_service_faults(self.faults, self.outputs, ACCOUNT, self.region)
+            self._uninstall_client_cache = client_cache.install()
+            self.pipe = PipeEmulator(self._pipe_definition(queue_urls), self.sqs, self.sfn, self.faults, self.region)
+            self.bus = EventBus(self._rules(), self.sns, self.sqs, queue_urls, faults=self.faults, sfn=self.sfn)
+            self.metrics = ServiceMetrics(self.cloudwatch, self.runtime, self.pipe, self.bus,
+                                          function_names=task_names, queue_urls=queue_urls.values(),
+                                          account=ACCOUNT, region=self.region)
+            self.bus.on_execution_finished = self.metrics.execution_finished  # the announcer's AWS/States data
+            # One attempt per Invoke: the emulated callers (mapping, scheduler) decide what is retried, not botocore.
+            self.lambda_: Any = boto3.client("lambda", region_name=self.region,
+                                             config=Config(retries={"total_max_attempts": 1}))
+            self.event_sources = EventSourceMappings.from_stack(self.assembly, self.stack, queue_urls, self.sqs,
+                                                                self.lambda_, self.region)
+            self.scheduler = Scheduler(
+                read_schedules(self.assembly, self.stack, queue_urls, ACCOUNT, self.region), self.virtual_clock,
+                AsyncLambda(self.lambda_, self.sqs, read_policies(self.assembly, self.stack, queue_urls)), self.sqs)
+            if self._execution_timeout is not None:
+                self.set_execution_timeout(self._execution_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self.faults.release()
+        if self._uninstall_service_faults is not None:
+            self._uninstall_service_faults()
+        if self._uninstall_client_cache is not None:
+            self._uninstall_client_cache()
+        if hasattr(self, "runtime"):
+            self.runtime.uninstall()
+        if self._uninstall_sqs_time is not None:
+            self._uninstall_sqs_time()
+        if self._uninstall_stop_dates is not None:
+            self._uninstall_stop_dates()
+        self.clock.uninstall()
+        self.interpreter_time.uninstall()
+        self.virtual_clock.uninstall()
+        self._mock.stop()
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        return self.stack.outputs
+
+    # -- driving -----------------------------------------------------------------------------------------------
+
+    def send(self, body: str | dict[str, Any], attributes: dict[str, str] | None = None) -> str:
+        """A caller fires a message into the source queue and moves on."""
+        message = self.sqs.send_message(
+            QueueUrl=self.outputs["SourceQueueUrl"],
+            MessageBody=body if isinstance(body, str) else json.dumps(body),
+            MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in (attributes or {}).items()},
+        )
+        return str(message["MessageId"])
+
+    def run(self, timeout_seconds: float = 300.0) -> list[Execution]:
+        """Drain the source queue through the pipe, let every execution go as far as it can without the clock
+        moving, emit the events of those that ended, then let the event source mappings consume what the rules
+        queued (a reconciler); again until nothing new happens. An execution held by a fault, or waiting for a
+        timeout, is left running: it goes on when `advance` moves the clock past what it waits for."""
+        deadline = time.monotonic() + timeout_seconds
+        for _ in range(MAX_SETTLE_ROUNDS):
+            self.drain()
+            self._settle(deadline, timeout_seconds)
+            consumed = self.event_sources.drain()
+            if not self._discover_executions() and not consumed:
+                self.metrics.publish()
+                return self.executions()
+        raise RuntimeError(f"the rehearsal was not quiet after {MAX_SETTLE_ROUNDS} rounds")
+
+    def _settle(self, deadline: float, timeout_seconds: float) -> None:
+        """Until the interpreter is quiet (every execution ended, or waiting on the clock), emitting the
+        status-change event of each execution that ended."""
+        while True:
+            self._emit_finished()
+            if self.interpreter_time.quiet():
+                self._emit_finished()
+                return
+            if time.monotonic() > deadline:
+                pending = [arn for arn in self._started() if arn not in self._announced]
+                raise TimeoutError(f"{len(pending)} executions still running after {timeout_seconds} s")
+            # Poll gently: the executions run on threads of this process and need the interpreter more.
+            time.sleep(0.005)
+
+    def now(self) -> datetime:
+        """The rehearsal's virtual time: the deployment's real UTC time plus every `advance` since."""
+        return self.virtual_clock.now()
+
+    def advance(self, seconds: float, timeout_seconds: float = 300.0) -> list[Firing]:
+        """Compressed time: move the virtual clock `seconds` on, firing each schedule whenever its period elapses;
+        after each firing the rehearsal runs until quiet (what a redrive started ends, is announced, reconciled)."""
+        return self.scheduler.advance(seconds, settle=lambda: self.run(timeout_seconds), wakeups=self._next_wakeup)
+
+    def _next_wakeup(self) -> datetime | None:
+        """The next moment something waits for: a timeout on the clock, a message becoming visible again."""
+        moments = [self.virtual_clock.next_deadline(), self.event_sources.next_visible(ACCOUNT, self.region)]
+        return min((m for m in moments if m is not None), default=None)
+
+    def drain(self) -> None:
+        """Hand everything in the source queue to the workflow, at most MAX_IN_FLIGHT executions at a time."""
+        self.pipe.drain(in_flight=lambda: len(self.running()), max_in_flight=MAX_IN_FLIGHT)
+
+    def running(self) -> set[str]:
+        """ARNs of the executions still running, in one listing."""
+        pages = self.sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=self.pipe.definition.target_arn, statusFilter="RUNNING")
+        return {execution["executionArn"] for page in pages for execution in page["executions"]}
+
+    def set_execution_timeout(self, seconds: int | None) -> None:
+        """Time compression, like the retry waits: executions started from now on time out after `seconds`
+        (None: the deployed TimeoutSeconds again). Executions already running keep the timeout they started with."""
+        for arn, definition in self.stack.definitions.items():
+            changed = dict(definition) if seconds is None else {**definition, "TimeoutSeconds": seconds}
+            self.sfn.update_state_machine(stateMachineArn=arn, definition=json.dumps(changed))
+
+    def abort(self, execution_arn: str) -> None:
+        """What an operator's StopExecution does; the rule then sees ABORTED."""
+        self.sfn.stop_execution(executionArn=execution_arn, error="Aborted", cause="Stopped by the rehearsal")
+
+    def settling(self) -> bool:
+        """True while something will still happen without anyone acting: an execution is running, or a message an
+        event source mapping consumes is hidden for its visibility timeout and will be received again."""
+        return bool(self.running()) or self.event_sources.next_visible(ACCOUNT, self.region) is not None
+
+    def visibility_timeout(self, output_key: str) -> int:
+        """The VisibilityTimeout of the queue the stack output names: how long a received message stays hidden."""
+        attributes = self.sqs.get_queue_attributes(QueueUrl=self.outputs[output_key],
+                                                   AttributeNames=["VisibilityTimeout"])["Attributes"]
+        return int(attributes["VisibilityTimeout"])
+
+    def release_held(self, timeout_seconds: float = 30.0) -> None:
+        """Release every call a HANG fault holds and wait until the held Lambda invocations have run to their end:
+        what they write is written before anything the rehearsal does next (the Reconciler, say)."""
+        self.faults.release()
+        self.runtime.wait_for_held(timeout_seconds)
+
+    def wait_for_hang(self, timeout_seconds: float = 10.0) -> list[str]:
+        """The running executions, once a task is held by a HANG fault."""
+        self.drain()
+        if not self.runtime.hanging.wait(timeout_seconds):
+            raise TimeoutError("no task is hanging")
+        return [arn for arn in self.pipe.stats.started if self.execution_status(arn) == "RUNNING"]
+
+    # -- probes ------------------------------------------------------------------------------------------------
+
+    def executions(self) -> list[Execution]:
+        return [self.execution(arn) for arn in self._started()]
+
+    def execution(self, arn: str) -> Execution:
+        described = self.sfn.describe_execution(executionArn=arn)
+        history = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+        states = [e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered")]
+        return Execution(
+            arn=arn,
+            status=described["status"],
+            error=described.get("error"),
+            cause=described.get("cause"),
+            input=json.loads(described.get("input") or "null"),
+            output=json.loads(described["output"]) if described.get("output") else None,
+            states=states,
+            history=history,
+        )
+
+    def messages(self, output_key: str) -> list[dict[str, Any]]:
+        """Every message in a queue, read without consuming it (made visible again at once)."""
+        url = self.outputs[output_key]
+        seen: dict[str, dict[str, Any]] = {}
+        for _ in range(1000):
+            batch = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30,
+                                             MessageAttributeNames=["All"], AttributeNames=["All"]).get("Messages", [])
+            if not batch:
+                break
+            for message in batch:
+                seen[message["MessageId"]] = message
+        for message in seen.values():
+            self.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"],
+                                               VisibilityTimeout=0)
+        return list(seen.values())
+
+    def notifications(self) -> list[tuple[str | None, str]]:
+        """(subject, message) of everything published to the alerts topic."""
+        from moto.sns.models import sns_backends
+
+        topic = sns_backends[ACCOUNT][self.region].topics[self.outputs["AlertsTopicArn"]]
+        return [(subject, message) for _id, message, subject, _attrs, _group in topic.sent_notifications]
+
+    def items(self, table_output_key: str) -> list[dict[str, Any]]:
+        from boto3.dynamodb.types import TypeDeserializer
+
+        deserializer = TypeDeserializer()
+        pages = self.dynamodb.get_paginator("scan").paginate(TableName=self.outputs[table_output_key])
+        return [{k: deserializer.deserialize(v) for k, v in item.items()} for page in pages for item in page["Items"]]
+
+    # -- wiring ------------------------------------------------------------------------------------------------
+
+    def execution_status(self, arn: str) -> str:
+        return str(self.sfn.describe_execution(executionArn=arn)["status"])
+
+    def _started(self) -> list[str]:
+        """Every execution of the workflow the rehearsal knows of: the pipe's, then any other (a reconciler's)."""
+        return [*self.pipe.stats.started, *self._started_elsewhere]
+
+    def _discover_executions(self) -> bool:
+        """Track executions of the workflow that something other than the pipe started; True if there were new."""
+        known = set(self._started())
+        pages = self.sfn.get_paginator("list_executions").paginate(stateMachineArn=self.pipe.definition.target_arn)
+        new = [e["executionArn"] for page in pages for e in page["executions"] if e["executionArn"] not in known]
+        self._started_elsewhere.extend(reversed(new))  # ListExecutions lists the newest first
+        return bool(new)
+
+    def _emit_finished(self) -> None:
+        running = self.running()
+        for arn in self._started():
+            if arn in self._announced or arn in running:
+                continue
+            described = self.sfn.describe_execution(executionArn=arn)
+            if described["status"] in TERMINAL:
+                self._announced.add(arn)
+                self.bus.put(status_change_event(described, ACCOUNT, self.region))
+                self.metrics.execution_finished(described)
+
+    def _task_names(self) -> dict[str, str]:
+        """Physical function name -> the Task state that invokes it in a deployed definition (the first, if several do);
+        the pattern's own functions by their names; any other function by its logical id."""
+        invoked: dict[str, str] = {}
+        for definition in self.stack.definitions.values():
+            for state, function in _invoked_functions(definition.get("States", {})):
+                invoked.setdefault(function.split(":function:", 1)[-1].split(":", 1)[0], state)
+        names = {}
+        for logical_id in self.assembly.resources_of_type("AWS::Lambda::Function"):
+            physical = self.stack.physical_ids[logical_id]
+            named = next((name for name in NAMED_FUNCTIONS if name in logical_id), None)
+            names[physical] = named or invoked.get(physical) or logical_id
+        return names
+
+    def _queue_urls(self) -> dict[str, str]:
+        urls = {}
+        for logical_id in self.assembly.resources_of_type("AWS::SQS::Queue"):
+            url = self.stack.physical_ids[logical_id]
+            arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            urls[arn] = url
+        return urls
+
+    def _pipe_definition(self, queue_urls: dict[str, str]) -> PipeDefinition:
+        (logical_id, resource), = self.assembly.resources_of_type("AWS::Pipes::Pipe").items()
+        props = self.stack.resolve(resource["Properties"])
+        source_arn = props["Source"]
+        queue_url = queue_urls[source_arn]
+        self.stack.outputs["PipeName"] = f"{self.stack.name}-{logical_id}-offline"
+        return PipeDefinition(
+            name=self.stack.outputs["PipeName"],
+            source_queue_url=queue_url,
+            source_queue_arn=source_arn,
+            target_arn=props["Target"],
+            batch_size=int(props["SourceParameters"]["SqsQueueParameters"].get("BatchSize", 10)),
+            invocation_type=props["TargetParameters"]["StepFunctionStateMachineParameters"].get(
+                "InvocationType", "REQUEST_RESPONSE"),
+        )
+
+    def _rules(self) -> list[RuleDefinition]:
+        rules = []
+        for logical_id, resource in self.assembly.resources_of_type("AWS::Events::Rule").items():
+            props = self.stack.resolve(resource["Properties"])
+            # A pattern written as a JSON string (it keeps nulls) arrives as text once Fn::Sub is resolved.
+            pattern = props["EventPattern"]
+            pattern = json.loads(pattern) if isinstance(pattern, str) else pattern
+            rules.append(RuleDefinition(self.stack.physical_ids[logical_id], pattern, props["Targets"]))
+        return rules
+
+
+def _invoked_functions(states: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(state name, function name or ARN) of every Task state that invokes a Lambda function, in Map and Parallel states
+    too."""
+    for name, state in states.items():
+        parameters = state.get("Parameters") or state.get("Arguments") or {}
+        function = parameters.get("FunctionName") if isinstance(parameters, dict) else None
+        if state.get("Type") == "Task" and isinstance(function, str):
+            yield name, function
+        for branch in state.get("Branches", []):
+            yield from _invoked_functions(branch.get("States", {}))
+        for key in ("Iterator", "ItemProcessor"):
+            if isinstance(state.get(key), dict):
+                yield from _invoked_functions(state[key].get("States", {}))
