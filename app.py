@@ -8,7 +8,7 @@ import sys
 
 import aws_cdk as cdk
 
-from fire_and_forget.construct.compliance import add_compliance_checks
+from fire_and_forget.construct import add_compliance_checks
 from stacks.catalog.stack import CatalogStack
 from stacks.config import DEFAULT_STACK_NAME, AppConfig, ConfigError
 from stacks.names import catalog_stack_name

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from demos.orders.demo import plan, summarize
 from demos.orders.samples import seed_inventory
-from fire_and_forget.rehearsal.accounting import account
-from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.rehearsal import Rehearsal, account
 
 SEED = 7  # the demo's default seed
 

@@ -8,9 +8,16 @@ from pathlib import Path
 
 from demos.orders.demo import MIX, RESEND_SHARE, SQS_DUPLICATE_SHARE
 from demos.orders.samples import OrderKind, make_order, seed_inventory
-from fire_and_forget.rehearsal.cost import Usage, add, per_million, usage_of_execution
-from fire_and_forget.rehearsal.faults import Fault, FaultKind
-from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
+from fire_and_forget.rehearsal import (
+    Execution,
+    Fault,
+    FaultKind,
+    Rehearsal,
+    Usage,
+    add,
+    per_million,
+    usage_of_execution,
+)
 from fire_and_forget.runtime.tail import DUPLICATE_ENDS
 
 # Published figures of the anchor samples: billed state transitions of each sample's happy path.

@@ -11,8 +11,7 @@ from bench.demo_run import DemoRun
 from bench.paths import ANCHORS, DUPLICATE, RESEND, SCENARIOS, MixResult, PathResult
 from bench.synth import SuiteRun, SynthTimes
 from bench.throughput import Level
-from fire_and_forget.rehearsal import cost
-from fire_and_forget.rehearsal.rehearsal import MAX_IN_FLIGHT
+from fire_and_forget.rehearsal import MAX_IN_FLIGHT, cost
 
 MAX_COLD_RATIO = 1.5
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from demos.orders.samples import OrderKind, make_order, seed_inventory
-from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.rehearsal import Rehearsal
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from fire_and_forget.construct.settings import (  # re-exported: the app's config keys are the pipeline's and its own
+from fire_and_forget.construct import (  # re-exported: the app's config keys are the pipeline's and its own
     DEFAULT_RUNBOOK_URL,
     LOG_RETENTION_DAYS,
     MAX_RETENTION_DAYS,

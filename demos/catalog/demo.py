@@ -17,9 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from demos.catalog.samples import CatalogPlan, ProductFate, plan_products
-from fire_and_forget.rehearsal.accounting import account, advance_past_retries
-from fire_and_forget.rehearsal.faults import Fault, FaultKind
-from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.rehearsal import Fault, FaultKind, Rehearsal, account, advance_past_retries
 from fire_and_forget.runtime.tail import DUPLICATE_ENDS
 
 INDEX_OUTPUT = "SearchIndexTableName"

@@ -24,10 +24,7 @@ from demos.orders.smoke import (
 from demos.orders.smoke_output import Progress as SmokeProgress
 from demos.orders.smoke_output import document as smoke_document
 from demos.orders.smoke_output import render as render_smoke
-from fire_and_forget.cli.aws import Clients
-from fire_and_forget.cli.cli_common import AsJson, Profile, Region, run
-from fire_and_forget.cli.errors import ExitCode, UsageError
-from fire_and_forget.cli.stack import DeployedStack
+from fire_and_forget.cli import AsJson, Clients, DeployedStack, ExitCode, Profile, Region, UsageError, run
 from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME
 
 # What makes a stack the order example to the smoke test: its key field and the table it stocks for the valid order.

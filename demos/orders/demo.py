@@ -21,11 +21,22 @@ from rich.console import Console
 
 from demos.orders.report import next_steps, render, trend_page
 from demos.orders.samples import OrderKind, SampleOrder, make_order, seed_inventory
-from fire_and_forget.rehearsal.accounting import Ledger, Place, account, advance_past_retries, caller_of
-from fire_and_forget.rehearsal.assembly import STACK_NAME
-from fire_and_forget.rehearsal.cost import PRICES, Usage, add, per_million, usage_of_execution
-from fire_and_forget.rehearsal.faults import Fault, FaultKind
-from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.rehearsal import (
+    PRICES,
+    STACK_NAME,
+    Fault,
+    FaultKind,
+    Ledger,
+    Place,
+    Rehearsal,
+    Usage,
+    account,
+    add,
+    advance_past_retries,
+    caller_of,
+    per_million,
+    usage_of_execution,
+)
 from fire_and_forget.runtime.tail import DUPLICATE_ENDS
 from stacks.names import catalog_stack_name
 

@@ -7,8 +7,7 @@ from collections import Counter
 from typing import Any
 
 from demos.orders.samples import CATALOG
-from fire_and_forget.rehearsal.accounting import Ledger, Place
-from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.rehearsal import Ledger, Place, Rehearsal
 
 
 def saga_violations(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str],

@@ -20,10 +20,7 @@ from typing import Annotated, Any
 import boto3
 import typer
 
-from fire_and_forget.rehearsal.assembly import STACK_NAME
-from fire_and_forget.rehearsal.deployment import ACCOUNT
-from fire_and_forget.rehearsal.practice_gateway import Gateway
-from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.rehearsal import ACCOUNT, STACK_NAME, Gateway, Rehearsal
 
 DEFAULT_PORT = 4566
 PUMP_SECONDS = 0.2

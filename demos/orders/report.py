@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from fire_and_forget.cli.trend_page import page as trend_page_of
-from fire_and_forget.rehearsal.cost import LAMBDA_BILLED_MS, PRICES, PRICES_READ_ON, REGION
+from fire_and_forget.cli import trend_page as trend_page_of
+from fire_and_forget.rehearsal import LAMBDA_BILLED_MS, PRICES, PRICES_READ_ON, REGION
 
 
 def _counts(title: str, label: str, counts: dict[str, int]) -> Table:

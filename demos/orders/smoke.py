@@ -28,7 +28,7 @@ import boto3
 
 from demos.orders.smoke_checks import Case, Check, evaluate
 from demos.orders.smoke_watch import RECORD_STATE, Tracked, Watch
-from fire_and_forget.cli.aws import RETRIES, Clients
+from fire_and_forget.cli import RETRIES, Clients
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

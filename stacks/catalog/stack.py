@@ -16,14 +16,15 @@ from fire_and_forget.construct import (
     RUNTIME,
     DependenciesLayer,
     FireAndForgetPipeline,
+    MessagingKey,
     PipelineProps,
     PipelineSettings,
     Workflow,
     WorkflowMetrics,
+    encrypted_table,
     handler_code,
+    task_function,
 )
-from fire_and_forget.construct.messaging_key import MessagingKey
-from fire_and_forget.construct.task_resources import encrypted_table, task_function
 
 REPO = Path(__file__).resolve().parents[2]
 ASL_FILE = REPO / "statemachines" / "catalog" / "index_product.asl.json"

@@ -9,8 +9,14 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fire_and_forget.construct import FireAndForgetPipeline, PipelineProps, PipelineSettings, Workflow, workflow
-from fire_and_forget.construct.messaging_key import MessagingKey
+from fire_and_forget.construct import (
+    FireAndForgetPipeline,
+    MessagingKey,
+    PipelineProps,
+    PipelineSettings,
+    Workflow,
+)
+from fire_and_forget.construct import render_definition as render_workflow
 from stacks.config import AppConfig
 from stacks.orders.tasks import ORDER_METRICS, SagaTasks
 
@@ -27,7 +33,7 @@ CLAIMS_DELIVERY = "ReserveInventory"
 
 def render_definition(config: PipelineSettings) -> dict[str, Any]:
     """The order saga's definition as deployed with `config` (the failure tail included, placeholders unfilled)."""
-    return workflow.render_definition(ASL_FILE, config, compensations=COMPENSATIONS, claims_delivery=CLAIMS_DELIVERY)
+    return render_workflow(ASL_FILE, config, compensations=COMPENSATIONS, claims_delivery=CLAIMS_DELIVERY)
 
 
 class OrderStack(Stack):

@@ -10,8 +10,14 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from fire_and_forget.construct import RUNTIME, DependenciesLayer, WorkflowMetrics, handler_code
-from fire_and_forget.construct.task_resources import encrypted_table, task_function
+from fire_and_forget.construct import (
+    RUNTIME,
+    DependenciesLayer,
+    WorkflowMetrics,
+    encrypted_table,
+    handler_code,
+    task_function,
+)
 from stacks.config import AppConfig
 
 HANDLERS_DIR = Path(__file__).resolve().parents[2] / "lambdas" / "orders"

@@ -13,7 +13,7 @@ import aws_cdk as cdk
 import pytest
 
 from fire_and_forget.construct.code import RUNTIME
-from fire_and_forget.construct.dependencies_layer import DependenciesLayer, build_layer, locked_requirements
+from fire_and_forget.construct.dependencies_layer import DependenciesLayer, build_layer, shipped_requirements
 from tests.support.cdk import REPO, STACK_NAME
 
 EM_AARCH64 = 183  # ELF e_machine of 64-bit ARM (Graviton)
@@ -132,7 +132,7 @@ def _layer_key(tmp_path: Path, requirements: str) -> str:
 
 def test_asset_hash_follows_the_locked_versions(resources: dict[str, Any], tmp_path: Path) -> None:
     """A new pin in uv.lock is a new asset (so `cdk deploy` publishes a new layer version); the same pins are not."""
-    locked = locked_requirements()
+    locked = shipped_requirements()
     pin = next(line for line in locked.splitlines() if line.startswith("pydantic=="))
     (layer,) = _layers(resources).values()
     assert _layer_key(tmp_path / "same", locked) == layer["Properties"]["Content"]["S3Key"]
@@ -142,5 +142,5 @@ def test_asset_hash_follows_the_locked_versions(resources: dict[str, Any], tmp_p
 
 def test_layer_builds_without_network_after_make_install(tmp_path: Path) -> None:
     """make install builds the layer once, so uv's cache holds every wheel: synth then needs no package index."""
-    build_layer(tmp_path, locked_requirements(), RUNTIME, offline_only=True)
+    build_layer(tmp_path, shipped_requirements(), RUNTIME, offline_only=True)
     assert (tmp_path / "python" / "pydantic_core").is_dir()

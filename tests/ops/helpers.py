@@ -9,6 +9,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from demos.orders.cli_smoke import app as smoke_app
 from demos.orders.samples import OUT_OF_STOCK_SKU, OrderKind, make_order
 from fire_and_forget.cli.app import app
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
@@ -39,6 +40,13 @@ def stock(aws: Rehearsal, sku: str) -> int:
 def ff_ops(cli: CliRunner, *args: str) -> tuple[int, Any]:
     """Run ff-ops with --json; the exit code and the parsed document."""
     result = cli.invoke(app, [*args, "--json"])
+    assert result.stdout.strip(), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def smoke(cli: CliRunner, *args: str) -> tuple[int, Any]:
+    """Run the order example's smoke test (demos/orders/cli_smoke.py) with --json, as ff_ops does."""
+    result = cli.invoke(smoke_app, [*args, "--json"])
     assert result.stdout.strip(), result.output
     return result.exit_code, json.loads(result.stdout)
 

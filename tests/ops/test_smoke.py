@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 import demos.orders.cli_smoke
 import demos.orders.smoke
-from fire_and_forget.cli.app import app
+from demos.orders.cli_smoke import app as smoke_app
 from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
-from tests.ops.helpers import depth, failed_orders, ff_ops
+from tests.ops.helpers import depth, failed_orders, smoke
 
 RUN_ID = "0123456789ab"
 FAST = ("--timeout", "60", "--poll-seconds", "0")
@@ -66,7 +66,7 @@ def smoke_skus(aws: Rehearsal) -> list[str]:
 
 def test_all_three_outcomes_pass_and_the_run_removes_what_it_created(pumped: Rehearsal, cli: CliRunner) -> None:
     # When the smoke runs against the deployment
-    code, document = ff_ops(cli, "smoke", "--stack", pumped.stack.name, *FAST)
+    code, document = smoke(cli, "--stack", pumped.stack.name, *FAST)
 
     # Then every check passed, for each of the three orders
     assert code == 0, document["checks"]
@@ -108,7 +108,7 @@ def test_all_three_outcomes_pass_and_the_run_removes_what_it_created(pumped: Reh
 
 
 def test_prints_a_pass_fail_table_without_json(pumped: Rehearsal, cli: CliRunner) -> None:
-    result = cli.invoke(app, ["smoke", *FAST])
+    result = cli.invoke(smoke_app, FAST)
 
     assert result.exit_code == 0, result.output
     assert f"Smoke run {RUN_ID}" in result.output
@@ -123,7 +123,7 @@ def test_a_missing_alert_fails_the_run_with_the_failing_rows(pumped: Rehearsal, 
     pumped.faults.add(Fault("AlertsTopic", FaultKind.UNAVAILABLE))
 
     # When the smoke runs
-    code, document = ff_ops(cli, "smoke", *FAST)
+    code, document = smoke(cli, *FAST)
 
     # Then it exits non-zero, and the rows that failed say what was missing
     assert code == 10
@@ -146,7 +146,7 @@ def test_a_missing_alert_fails_the_run_with_the_failing_rows(pumped: Rehearsal, 
 
 def test_a_stuck_order_fails_within_the_timeout(hung: Rehearsal, cli: CliRunner) -> None:
     # When the valid order's execution hangs in ArrangeShipping and the timeout is short
-    code, document = ff_ops(cli, "smoke", "--timeout", "3", "--poll-seconds", "0.2")
+    code, document = smoke(cli, "--timeout", "3", "--poll-seconds", "0.2")
 
     # Then the run stops at the timeout, exits non-zero, and says where the order is stuck
     assert code == 10
@@ -179,7 +179,7 @@ def test_never_deletes_failure_records_that_are_not_its_own(pumped: Rehearsal, c
     before = sorted(m["Body"] for m in pumped.messages("FailureDlqUrl"))
 
     # When the smoke runs
-    code, document = ff_ops(cli, "smoke", *FAST)
+    code, document = smoke(cli, *FAST)
 
     # Then it passed, deleted only its own two records, and left the three others visible, unchanged
     assert code == 0, document["checks"]
@@ -190,7 +190,7 @@ def test_never_deletes_failure_records_that_are_not_its_own(pumped: Rehearsal, c
 
 
 def test_finds_the_stack_by_name_and_sends_nothing_when_there_is_none(pumped: Rehearsal, cli: CliRunner) -> None:
-    code, document = ff_ops(cli, "smoke", "--stack", "NoSuchStack", *FAST)
+    code, document = smoke(cli, "--stack", "NoSuchStack", *FAST)
 
     assert code == 3
     assert document["error"]["type"] == "StackNotFound"
@@ -218,7 +218,7 @@ def test_a_record_of_its_own_message_but_another_run_id_is_not_its_own(
     monkeypatch.setattr(demos.orders.cli_smoke, "new_run_id", lambda: RUN_ID)
 
     # When the smoke runs
-    code, document = ff_ops(cli, "smoke", *FAST)
+    code, document = smoke(cli, *FAST)
 
     # Then it deleted its two records and left the copy, whose run id is not its own
     assert code == 0, document["checks"]

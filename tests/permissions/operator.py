@@ -12,7 +12,11 @@ from tests.permissions.checks import NO_TLS, OPERATOR, SQS_SEND_KEY, TLS, Check,
 from tests.permissions.matrix import MatrixBuilder
 from tests.permissions.resolver import ACCOUNT, STACK_NAME, arn
 
-OPS = Path(__file__).resolve().parents[2] / "src" / "fire_and_forget" / "cli"
+REPO = Path(__file__).resolve().parents[2]
+OPS = REPO / "src" / "fire_and_forget" / "cli"
+RUNTIME = REPO / "src" / "fire_and_forget" / "runtime"
+# The order example's smoke test, which an operator runs with the same policy.
+SMOKE = REPO / "demos" / "orders"
 
 # boto3 method -> the IAM actions it needs, on which of the stack's resources (by output key).
 # StartMessageMoveTask also needs what the move itself does: read and delete on the DLQ, send to the destination
@@ -61,10 +65,19 @@ _CLIENT_CALL = re.compile(r"\b(?:sqs|_sqs|sfn|cloudformation|pipes|cloudwatch|dy
 _PAGINATOR = re.compile(r"get_paginator\(\"(\w+)\"\)")
 
 
+def operator_sources() -> list[Path]:
+    """ff-ops (src/fire_and_forget/cli/*.py), the runtime modules it imports (the redrive and the DLQ reader it
+    shares with the Redriver) and the smoke test (demos/orders/smoke*.py)."""
+    cli = sorted(OPS.glob("*.py"))
+    imported = {m for path in cli for m in re.findall(r"^from fire_and_forget\.runtime\.(\w+) import",
+                                                       path.read_text(encoding="utf-8"), re.M)}
+    return cli + [RUNTIME / f"{name}.py" for name in sorted(imported)] + sorted(SMOKE.glob("smoke*.py"))
+
+
 def ops_boto3_calls() -> set[str]:
-    """Every boto3 client method named in src/fire_and_forget/cli/*.py."""
+    """Every boto3 client method named in operator_sources()."""
     found: set[str] = set()
-    for path in OPS.glob("*.py"):
+    for path in operator_sources():
         text = path.read_text(encoding="utf-8")
         found.update(m for m in _CLIENT_CALL.findall(text) if m != "get_paginator")
         found.update(_PAGINATOR.findall(text))

@@ -8,7 +8,6 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fire_and_forget import construct as ff
-from fire_and_forget.construct.task_resources import task_function
 
 HERE = Path(__file__).resolve().parent
 
@@ -18,7 +17,7 @@ class ConfirmationStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: ff.PipelineSettings, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        send = task_function(
+        send = ff.task_function(
             self, "SendConfirmation", handler="send_confirmation.handler", code=ff.handler_code(HERE / "confirmation"),
             layer=ff.DependenciesLayer(self, "Dependencies", runtime=ff.RUNTIME).layer, settings=settings,
             environment={"SENDER": "no-reply@example.com"}, description="Send one confirmation e-mail",

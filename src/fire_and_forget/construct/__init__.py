@@ -2,17 +2,36 @@
 Pipe in FIRE_AND_FORGET mode, with every failure recorded, announced once and visible (docs/construct.md).
 
     from fire_and_forget.construct import FireAndForgetPipeline, PipelineProps, Workflow, WorkflowMetrics
+
+The names below are the public API; the submodules are not.
 """
 
 from fire_and_forget.construct.code import RUNTIME, handler_code
+from fire_and_forget.construct.compliance import add_compliance_checks
 from fire_and_forget.construct.dependencies_layer import DependenciesLayer
+from fire_and_forget.construct.messaging_key import MessagingKey
 from fire_and_forget.construct.monitoring_metrics import WorkflowMetrics
 from fire_and_forget.construct.pipeline import OUTPUT_KEYS, FireAndForgetPipeline, PipelineProps
-from fire_and_forget.construct.settings import AlarmConfig, PipelineSettings, RetryConfig
-from fire_and_forget.construct.workflow import DUPLICATE_DELIVERY_END, FAILURE_ENTRY, WiringError, Workflow
+from fire_and_forget.construct.settings import (
+    DEFAULT_RUNBOOK_URL,
+    LOG_RETENTION_DAYS,
+    MAX_RETENTION_DAYS,
+    AlarmConfig,
+    PipelineSettings,
+    RetryConfig,
+)
+from fire_and_forget.construct.task_resources import encrypted_table, task_function
+from fire_and_forget.construct.workflow import (
+    DUPLICATE_DELIVERY_END,
+    FAILURE_ENTRY,
+    WiringError,
+    Workflow,
+    render_definition,
+)
 
 __all__ = [
-    "DUPLICATE_DELIVERY_END", "FAILURE_ENTRY", "OUTPUT_KEYS", "RUNTIME", "AlarmConfig", "DependenciesLayer",
-    "FireAndForgetPipeline", "PipelineProps", "PipelineSettings", "RetryConfig", "WiringError", "Workflow",
-    "WorkflowMetrics", "handler_code",
+    "DEFAULT_RUNBOOK_URL", "DUPLICATE_DELIVERY_END", "FAILURE_ENTRY", "LOG_RETENTION_DAYS", "MAX_RETENTION_DAYS",
+    "OUTPUT_KEYS", "RUNTIME", "AlarmConfig", "DependenciesLayer", "FireAndForgetPipeline", "MessagingKey",
+    "PipelineProps", "PipelineSettings", "RetryConfig", "WiringError", "Workflow", "WorkflowMetrics",
+    "add_compliance_checks", "encrypted_table", "handler_code", "render_definition", "task_function",
 ]
