@@ -12,7 +12,6 @@ from constructs import Construct
 from fire_and_forget.construct import (
     FireAndForgetPipeline,
     MessagingKey,
-    PipelineProps,
     PipelineSettings,
     Workflow,
 )
@@ -47,23 +46,21 @@ class OrderStack(Stack):
         self.pipeline = FireAndForgetPipeline(
             self,
             "Pipeline",
-            props=PipelineProps(
-                name="orders",
-                message_key="orderId",
-                workflow=Workflow(
-                    title="Order saga",
-                    definition_file=ASL_FILE,
-                    functions=tasks.functions,
-                    claims_delivery=CLAIMS_DELIVERY,
-                    compensations=COMPENSATIONS,
-                    undo=UNDO,
-                ),
-                metrics=ORDER_METRICS,
-                settings=config,
-                key=key,
-                layer=tasks.layer,
-                outputs={f"{name}TableName": table.table_name for name, table in tasks.tables.items()},
+            name="orders",
+            message_key="orderId",
+            workflow=Workflow(
+                title="Order saga",
+                definition_file=ASL_FILE,
+                functions=tasks.functions,
+                claims_delivery=CLAIMS_DELIVERY,
+                compensations=COMPENSATIONS,
+                undo=UNDO,
             ),
+            metrics=ORDER_METRICS,
+            settings=config,
+            key=key,
+            layer=tasks.layer,
+            outputs={f"{name}TableName": table.table_name for name, table in tasks.tables.items()},
         )
         self._let_operators_smoke_test(tasks)
 

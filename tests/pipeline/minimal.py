@@ -91,7 +91,8 @@ def layer(scope: cdk.Stack) -> lambda_.ILayerVersion:
         scope, "DependenciesLayer", "arn:aws:lambda:us-east-1:123456789012:layer:dependencies:1")
 
 
-def props(flow: Workflow, **overrides: Any) -> PipelineProps:
+def props(flow: Workflow, **overrides: Any) -> dict[str, Any]:
+    """The pipeline's keyword props for `flow`, with `overrides` (checked against PipelineProps' fields)."""
     scope = cdk.Stack.of(next(iter(flow.functions.values())))
     fields: dict[str, Any] = {
         "name": "minimal",
@@ -100,15 +101,17 @@ def props(flow: Workflow, **overrides: Any) -> PipelineProps:
         "metrics": WorkflowMetrics(namespace="Minimal", service="minimal"),
         "layer": layer(scope),
     }
-    return PipelineProps(**(fields | overrides))
+    props = fields | overrides
+    PipelineProps(**props)  # the same names and types the construct takes
+    return props
 
 
 def pipeline(
     scope: cdk.Stack, definition_file: Path, construct_id: str = "Pipeline", **overrides: Any
 ) -> FireAndForgetPipeline:
-    return FireAndForgetPipeline(scope, construct_id, props=props(workflow(scope, definition_file), **overrides))
+    return FireAndForgetPipeline(scope, construct_id, **props(workflow(scope, definition_file), **overrides))
 
 
 def pipeline_from(scope: cdk.Stack, flow: Workflow, construct_id: str = "Pipeline",
                   **overrides: Any) -> FireAndForgetPipeline:
-    return FireAndForgetPipeline(scope, construct_id, props=props(flow, **overrides))
+    return FireAndForgetPipeline(scope, construct_id, **props(flow, **overrides))

@@ -222,3 +222,27 @@ def test_the_documented_failure_record_is_the_one_handle_failure_sends() -> None
     assert '"reconciliation": reconciliation' in reconciliation.read_text()
     assert body["kind"] == RECORD_KIND == "fire-and-forget.failure.v1"
     assert f"`{RECORD_KIND}`" in section
+
+
+def test_the_construct_takes_each_prop_as_a_keyword_with_the_documented_default() -> None:
+    """FireAndForgetPipeline's keywords are PipelineProps' fields, in order, with the same defaults (a factory
+    default is None at the keyword), and each field is documented where it is declared."""
+    import dataclasses
+    import inspect
+
+    from fire_and_forget.construct import PipelineProps
+
+    keywords = [p for p in inspect.signature(FireAndForgetPipeline.__init__).parameters.values()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    fields = dataclasses.fields(PipelineProps)
+    assert [p.name for p in keywords] == [f.name for f in fields]
+    for parameter, declared in zip(keywords, fields, strict=True):
+        if declared.default is not dataclasses.MISSING:
+            assert parameter.default == declared.default, declared.name
+        elif declared.default_factory is not dataclasses.MISSING:
+            assert parameter.default is None, declared.name
+        else:
+            assert parameter.default is inspect.Parameter.empty, declared.name
+    source = inspect.getsource(PipelineProps)
+    undocumented = [f.name for f in fields if not re.search(rf"\n    {f.name}: [^\n]+\n    \"\"\"", source)]
+    assert not undocumented

@@ -178,7 +178,7 @@ def test_a_second_pipeline_in_the_same_stack_is_refused(tmp_path: Path) -> None:
         claims_delivery=TASK,
     )
     with pytest.raises(WiringError) as raised:
-        FireAndForgetPipeline(scope, "Second", props=minimal.props(second, name="second"))
+        FireAndForgetPipeline(scope, "Second", **minimal.props(second, name="second"))
     assert (
         "Minimal already holds a FireAndForgetPipeline with outputs (Minimal/Pipeline): ff-ops finds a pipeline by "
         "its stack's outputs, so a second one in the same stack sets emit_outputs=False" in str(raised.value)
@@ -196,7 +196,7 @@ def test_a_second_pipeline_without_outputs_shares_the_stack(tmp_path: Path) -> N
         functions={TASK: minimal.function(scope, "Second")},
         claims_delivery=TASK,
     )
-    FireAndForgetPipeline(scope, "Second", props=minimal.props(second, name="second", emit_outputs=False))
+    FireAndForgetPipeline(scope, "Second", **minimal.props(second, name="second", emit_outputs=False))
     template = scope.node.root.synth().get_stack_by_name("Minimal").template  # type: ignore[attr-defined]
     machines = [r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
     assert len(machines) == 2

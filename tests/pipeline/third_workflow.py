@@ -25,12 +25,12 @@ class ConfirmationStack(Stack):
         send.add_to_role_policy(iam.PolicyStatement(
             actions=["ses:SendEmail"], resources=[f"arn:aws:ses:{self.region}:{self.account}:identity/example.com"],
         ))  # fmt: skip
-        self.pipeline = ff.FireAndForgetPipeline(self, "Pipeline", props=ff.PipelineProps(
-            name="confirmations", message_key="requestId", settings=settings,
+        self.pipeline = ff.FireAndForgetPipeline(
+            self, "Pipeline", name="confirmations", message_key="requestId", settings=settings,
             workflow=ff.Workflow(
                 title="Confirmation email", definition_file=HERE / "asl" / "send_confirmation.asl.json",
                 functions={"SendConfirmation": send}, claims_delivery="SendConfirmation",
             ),
             metrics=ff.WorkflowMetrics(namespace="FireAndForget", service="confirmations",
                                        outcomes=("ConfirmationsSent",)),
-        ))  # fmt: skip
+        )  # fmt: skip

@@ -42,40 +42,71 @@ OUTPUT_KEYS = tuple(key.value for key in Output if key is not Output.COMPENSATIO
 
 @dataclass(frozen=True)
 class PipelineProps:
-    """Everything the pipeline is built from. Only `name`, `workflow` and `metrics` have no default.
-
-    `name` is the pipeline's id in the failure record and in alerts (lowercase, digits, '-'). `message_key` is the
-    top-level field of a message body that names the work it is about ("requestId"): ff-ops selects and labels failed
-    messages by it (output MessageKeyField), and never needs it to be present. `key` is the
-    customer-managed KMS key for the queues, the topic and the deliveries table: give the one your own tables use,
-    or leave it out and the pipeline makes one (`.key`). `layer` is the dependencies layer (Powertools) for the
-    pipeline's own functions, the Reconciler and the Redriver: give your tasks' DependenciesLayer, or leave it out
-    and the pipeline builds one. `outputs` names extra stack outputs (a table the operators or the rehearsal read),
-    beside the pipeline's own (OUTPUT_KEYS).
-    """
+    """What the pipeline is built from: the keyword arguments of FireAndForgetPipeline, one field each, with the
+    same names and defaults. Only `name`, `workflow`, `metrics` and `message_key` have no default."""
 
     name: str
+    """The pipeline's id in the failure record, in alerts and in the names of its functions: lowercase letters,
+    digits and '-'."""
     workflow: Workflow
+    """The Standard workflow to run per message: its ASL file, the functions its tasks call, the task that claims
+    the delivery and the compensations (Workflow)."""
     metrics: WorkflowMetrics
+    """The CloudWatch namespace and service the workflow's handlers publish to, and their outcome metrics: the
+    alarms and the dashboard read them."""
     message_key: str
+    """The top-level field of a message body that names the work it is about ("requestId"): ff-ops selects and
+    labels failed messages by it (output MessageKeyField); a message without it is still processed."""
     settings: PipelineSettings = field(default_factory=PipelineSettings)
+    """Timeouts, retries, retention, alarms, healing and alert settings (PipelineSettings; the defaults are
+    documented in docs/construct.md)."""
     key: kms.IKey | None = None
+    """The customer-managed KMS key of the queues, the topic and the deliveries table: give the one your tables
+    use, or leave it out and the pipeline makes one (`.key`)."""
     invocation_type: InvocationType = "FIRE_AND_FORGET"
+    """How the pipe starts the workflow. FIRE_AND_FORGET: the message is deleted once the execution has started."""
     outputs: Mapping[str, str] = field(default_factory=dict)
+    """Extra stack outputs (a table the operators or the rehearsal read), beside the pipeline's own (OUTPUT_KEYS)."""
     layer: lambda_.ILayerVersion | None = None
+    """The dependencies layer (Powertools) of the pipeline's own functions, the Reconciler and the Redriver: give
+    your tasks' DependenciesLayer, or leave it out and the pipeline builds one."""
     emit_outputs: bool = True
+    """Whether the pipeline writes its stack outputs (fixed keys, which ff-ops finds it by): a second pipeline in
+    the same stack sets False."""
 
 
 class FireAndForgetPipeline(Construct):
     """SQS -> Pipe (FIRE_AND_FORGET) -> the workflow -> its failure tail, with the rule for what Catch cannot see.
 
-    Exposes what it creates: `.source_queue`, `.source_dlq`, `.pipe`, `.state_machine`, `.failure_dlq`,
-    `.alerts_topic`, `.alarms`, `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`. One per stack: its
-    outputs have fixed keys, which is how ff-ops finds it.
+    Takes its props as keywords, as CDK constructs do; each is documented on PipelineProps. Exposes what it creates:
+    `.source_queue`, `.source_dlq`, `.pipe`, `.state_machine`, `.failure_dlq`, `.alerts_topic`, `.alarms`,
+    `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`, and `.props`. Its outputs have fixed keys, which is
+    how ff-ops finds it: one pipeline per stack emits them.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, props: PipelineProps) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        workflow: Workflow,
+        metrics: WorkflowMetrics,
+        message_key: str,
+        settings: PipelineSettings | None = None,
+        key: kms.IKey | None = None,
+        invocation_type: InvocationType = "FIRE_AND_FORGET",
+        outputs: Mapping[str, str] | None = None,
+        layer: lambda_.ILayerVersion | None = None,
+        emit_outputs: bool = True,
+    ) -> None:
+        props = PipelineProps(
+            name=name, workflow=workflow, metrics=metrics, message_key=message_key,
+            settings=settings or PipelineSettings(), key=key, invocation_type=invocation_type,
+            outputs=dict(outputs or {}), layer=layer, emit_outputs=emit_outputs,
+        )  # fmt: skip
         super().__init__(scope, construct_id)
+        self.props = props
         stack = Stack.of(self)
         self.emits_outputs: bool = props.emit_outputs
         others = [c for c in stack.node.find_all() if isinstance(c, FireAndForgetPipeline) and c is not self
