@@ -43,7 +43,7 @@ class CatalogStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: PipelineSettings, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        key = MessagingKey(self, "MessagingKey", config=settings).key
+        key = MessagingKey(self, "MessagingKey", settings=settings).key
         index = encrypted_table(self, "SearchIndexTable", partition_key="productId", key=key, settings=settings)
         layer = DependenciesLayer(self, "Dependencies", runtime=RUNTIME).layer
         function = task_function(

@@ -41,7 +41,7 @@ class OrderStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         # One key for the tables and the pipeline's queues and topic: the orders hold addresses and payment tokens.
-        key = MessagingKey(self, "MessagingKey", config=config).key
+        key = MessagingKey(self, "MessagingKey", settings=config).key
         tasks = SagaTasks(self, "SagaTasks", config=config, key=key)
         self.pipeline = FireAndForgetPipeline(
             self,

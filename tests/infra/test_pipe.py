@@ -92,7 +92,7 @@ def test_the_construct_refuses_the_combination_at_synth_time() -> None:
         Pipe(
             stack,
             "Pipe",
-            config=AppConfig(),
+            settings=AppConfig(),
             source_queue=queue,
             source_key=key,
             state_machine=machine,

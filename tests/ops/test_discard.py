@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from fire_and_forget.cli.app import app
-from fire_and_forget.cli.discard import DiscardRequest, Verdict, discard_failures
+from fire_and_forget.cli.discard import DiscardRequest, DiscardVerdict, discard_failures
 from fire_and_forget.cli.errors import ExitCode
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from fire_and_forget.runtime.records import Selection
@@ -58,7 +58,7 @@ def test_each_record_is_in_the_log_while_its_message_is_still_in_the_dlq(aws: Re
     )
 
     # Then the first line was written with both messages still there, the second with its own still there
-    assert result.count(Verdict.DISCARDED) == 2
+    assert result.count(DiscardVerdict.DISCARDED) == 2
     assert seen == [2, 1]
     assert sorted(json.loads(line)["key"] for line in log.getvalue().splitlines()) == sorted(order_ids)
     assert depth(aws, "FailureDlqUrl") == (0, 0)

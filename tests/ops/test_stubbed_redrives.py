@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 import fire_and_forget.cli.cli_common
 from fire_and_forget.cli.app import app
 from fire_and_forget.cli.aws import Clients
-from fire_and_forget.cli.executions import ExecutionRedriveRequest, Verdict, redrive_executions
+from fire_and_forget.cli.executions import ExecutionRedriveRequest, RedriveVerdict, redrive_executions
 from fire_and_forget.cli.source_dlq import MoveTask, redrive_source_dlq
 
 REGION = "us-east-1"
@@ -191,10 +191,10 @@ def test_executions_redrive_redrives_what_step_functions_allows_within_14_days(s
 
     verdicts = {o.execution_arn.rsplit(":", 1)[1]: o.verdict for o in outcomes}
     assert verdicts == {
-        "not-recorded": Verdict.REDRIVEN,
-        "recorded": Verdict.IN_FAILURE_DLQ,  # the order is in the failure DLQ: `failures redrive` handles it
-        "timed-out": Verdict.REDRIVE_FAILED,
-        "aborted": Verdict.NOT_REDRIVABLE,
+        "not-recorded": RedriveVerdict.REDRIVEN,
+        "recorded": RedriveVerdict.IN_FAILURE_DLQ,  # the order is in the failure DLQ: `failures redrive` handles it
+        "timed-out": RedriveVerdict.REDRIVE_FAILED,
+        "aborted": RedriveVerdict.NOT_REDRIVABLE,
     }
     assert outcomes[0].redrive_date == NOW
     assert "24,999" in (outcomes[3].reason or "")

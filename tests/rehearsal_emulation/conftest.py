@@ -16,7 +16,7 @@ from moto import mock_aws
 from fire_and_forget.rehearsal.assembly import CloudAssembly
 from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
 from fire_and_forget.rehearsal.clock import VirtualClock
-from fire_and_forget.rehearsal.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
+from fire_and_forget.rehearsal.deployment import ACCOUNT, OfflineStack, asset_directories, deploy
 from fire_and_forget.rehearsal.event_sources import EventSourceMappings
 from fire_and_forget.rehearsal.faults import FaultPlan
 from fire_and_forget.rehearsal.lambda_runtime import LambdaRuntime
@@ -43,7 +43,7 @@ class ProbeAccount:
     """The probe stack deployed into moto, with the emulators built from its template."""
 
     assembly: CloudAssembly
-    stack: DeployedStack
+    stack: OfflineStack
     sqs: Any
     lambda_client: Any
     faults: FaultPlan

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 LOG_SCHEMA = "ff-ops/discarded/v1"
 
 
-class Verdict(StrEnum):
+class DiscardVerdict(StrEnum):
     DISCARDED = "discarded"  # logged, then deleted
     WOULD_DISCARD = "would-discard"  # --dry-run
     DECLINED = "declined"  # the operator answered no: left in the DLQ
@@ -71,7 +71,7 @@ class Discarded:
     message_id: str
     key: str | None
     error: str
-    verdict: Verdict
+    verdict: DiscardVerdict
     reason: str | None = None
     copies: tuple[str, ...] = ()  # further records of the same execution, discarded with it
 
@@ -83,12 +83,12 @@ class DiscardReport:
     read: int = 0
     outcomes: list[Discarded] = field(default_factory=list)
 
-    def count(self, verdict: Verdict) -> int:
+    def count(self, verdict: DiscardVerdict) -> int:
         return sum(1 for o in self.outcomes if o.verdict is verdict)
 
     @property
     def complete(self) -> bool:
-        return not self.count(Verdict.DELETE_FAILED)
+        return not self.count(DiscardVerdict.DELETE_FAILED)
 
 
 def log_line(
@@ -139,10 +139,10 @@ def discard_failures(
         report.read = held.read
         chosen = [r for r in one_per_execution(records.values()) if request.matches(r)]
         if request.dry_run:
-            report.outcomes = [_outcome(r, Verdict.WOULD_DISCARD) for r in chosen]
+            report.outcomes = [_outcome(r, DiscardVerdict.WOULD_DISCARD) for r in chosen]
             return report
         if chosen and not confirm(chosen):
-            report.outcomes = [_outcome(r, Verdict.DECLINED) for r in chosen]
+            report.outcomes = [_outcome(r, DiscardVerdict.DECLINED) for r in chosen]
             return report
         for record in chosen:
             failed = []
@@ -156,8 +156,8 @@ def discard_failures(
                     failed.append(f"{message_id}: {error_code(error)}: {error}")
                     continue
                 held.forget(message_id)
-            report.outcomes.append(_outcome(record, Verdict.DELETE_FAILED, "; ".join(failed)) if failed
-                                   else _outcome(record, Verdict.DISCARDED))
+            report.outcomes.append(_outcome(record, DiscardVerdict.DELETE_FAILED, "; ".join(failed)) if failed
+                                   else _outcome(record, DiscardVerdict.DISCARDED))
     return report
 
 
@@ -169,5 +169,5 @@ def _write(log: IO[str], line: str) -> None:
         os.fsync(log.fileno())
 
 
-def _outcome(record: FailureRecord, verdict: Verdict, reason: str | None = None) -> Discarded:
+def _outcome(record: FailureRecord, verdict: DiscardVerdict, reason: str | None = None) -> Discarded:
     return Discarded(record.message_id, record.key, record.error, verdict, reason, record.copies)

@@ -8,14 +8,14 @@ from typing import Any
 
 from rich.console import Console
 
-from fire_and_forget.cli.discard import LOG_SCHEMA, DiscardReport, Verdict
+from fire_and_forget.cli.discard import LOG_SCHEMA, DiscardReport, DiscardVerdict
 
 SCHEMA = "ff-ops/failures-discard/v1"
 _KEYS = {
-    Verdict.DISCARDED: "discarded",
-    Verdict.WOULD_DISCARD: "wouldDiscard",
-    Verdict.DECLINED: "declined",
-    Verdict.DELETE_FAILED: "deleteFailed",
+    DiscardVerdict.DISCARDED: "discarded",
+    DiscardVerdict.WOULD_DISCARD: "wouldDiscard",
+    DiscardVerdict.DECLINED: "declined",
+    DiscardVerdict.DELETE_FAILED: "deleteFailed",
 }
 
 
@@ -49,10 +49,10 @@ def render(console: Console, result: DiscardReport, log: Path | None) -> None:
         reason = f" ({o.reason})" if o.reason else ""
         copies = f" (+{len(o.copies)} record(s) of the same execution)" if o.copies else ""
         console.print(f"{o.verdict.value:>14}  {o.key or o.message_id}  {o.error}{copies}{reason}", highlight=False)
-    counts = ", ".join(f"{v.value} {result.count(v)}" for v in Verdict if result.count(v))
+    counts = ", ".join(f"{v.value} {result.count(v)}" for v in DiscardVerdict if result.count(v))
     prefix = "Dry run: nothing deleted. " if result.dry_run else ""
     console.print(f"{prefix}Read {result.read} messages; {counts or 'nothing selected'}.", highlight=False)
-    if result.count(Verdict.DISCARDED):
+    if result.count(DiscardVerdict.DISCARDED):
         console.print(
             f"Each discarded record was written to {log or 'stderr'} first ({LOG_SCHEMA} JSON lines); "
             "every other message was made visible again.",

@@ -33,7 +33,7 @@ UNSUCCESSFUL = ("FAILED", "TIMED_OUT", "ABORTED")
 RECORDED_ERRORS = frozenset({HANDLED_FAILURE_ERROR})
 
 
-class Verdict(StrEnum):
+class RedriveVerdict(StrEnum):
     REDRIVEN = "redriven"
     WOULD_REDRIVE = "would-redrive"
     IN_FAILURE_DLQ = "in-failure-dlq"  # skipped: use `failures redrive` (or --include-recorded)
@@ -41,7 +41,7 @@ class Verdict(StrEnum):
     REDRIVE_FAILED = "redrive-failed"
 
 
-LEFT_BEHIND = {Verdict.NOT_REDRIVABLE, Verdict.REDRIVE_FAILED}
+LEFT_BEHIND = {RedriveVerdict.NOT_REDRIVABLE, RedriveVerdict.REDRIVE_FAILED}
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class ExecutionOutcome:
     status: str
     stop_date: datetime | None
     error: str | None
-    verdict: Verdict
+    verdict: RedriveVerdict
     reason: str | None = None
     redrive_date: datetime | None = None
 
@@ -91,24 +91,27 @@ def _decide_and_redrive(sfn: SFNClient, arn: str, request: ExecutionRedriveReque
         raise UsageError(f"{arn} is not an execution of {request.state_machine_arn}")
     status, error, stop = described["status"], described.get("error"), described.get("stopDate")
 
-    def outcome(verdict: Verdict, reason: str | None = None, redrive_date: datetime | None = None) -> ExecutionOutcome:
+    def outcome(verdict: RedriveVerdict, reason: str | None = None,
+                redrive_date: datetime | None = None) -> ExecutionOutcome:
         return ExecutionOutcome(arn, status, stop, error, verdict, reason, redrive_date)
 
     if error in RECORDED_ERRORS and not request.include_recorded:
-        return outcome(Verdict.IN_FAILURE_DLQ, "the message is in the failure DLQ: use `ff-ops failures redrive`")
+        return outcome(RedriveVerdict.IN_FAILURE_DLQ,
+                       "the message is in the failure DLQ: use `ff-ops failures redrive`")
     if status not in UNSUCCESSFUL or stop is None or stop < request.now - REDRIVE_WINDOW:
-        return outcome(Verdict.NOT_REDRIVABLE, f"{status}, stopped {stop}: only FAILED, TIMED_OUT or ABORTED "
-                                               "executions of the last 14 days can be redriven")
+        return outcome(RedriveVerdict.NOT_REDRIVABLE, f"{status}, stopped {stop}: only FAILED, TIMED_OUT or "
+                       "ABORTED executions of the last 14 days can be redriven")
     if described.get("redriveStatus", "REDRIVABLE") != "REDRIVABLE":
-        return outcome(Verdict.NOT_REDRIVABLE, described.get("redriveStatusReason") or described.get("redriveStatus"))
+        return outcome(RedriveVerdict.NOT_REDRIVABLE,
+                       described.get("redriveStatusReason") or described.get("redriveStatus"))
     if request.dry_run:
-        return outcome(Verdict.WOULD_REDRIVE)
+        return outcome(RedriveVerdict.WOULD_REDRIVE)
     try:
         response = sfn.redrive_execution(executionArn=arn)
     except ClientError as failure:
         code = error_code(failure)
         if code in THROTTLING_CODES | ACCESS_CODES:
             raise
-        verdict = Verdict.NOT_REDRIVABLE if code == "ExecutionNotRedrivable" else Verdict.REDRIVE_FAILED
+        verdict = RedriveVerdict.NOT_REDRIVABLE if code == "ExecutionNotRedrivable" else RedriveVerdict.REDRIVE_FAILED
         return outcome(verdict, f"{code}: {failure.response.get('Error', {}).get('Message', '')}")
-    return outcome(Verdict.REDRIVEN, redrive_date=response["redriveDate"])
+    return outcome(RedriveVerdict.REDRIVEN, redrive_date=response["redriveDate"])

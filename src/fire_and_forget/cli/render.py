@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from fire_and_forget.cli.executions import ExecutionOutcome, Verdict
+from fire_and_forget.cli.executions import ExecutionOutcome, RedriveVerdict
 from fire_and_forget.cli.failures import FailureListing
 from fire_and_forget.cli.healing import Waiting
 from fire_and_forget.cli.healing_status import PERSON_DISPOSITIONS, HealingStatus
@@ -159,7 +159,7 @@ def executions_summary(console: Console, outcomes: list[ExecutionOutcome], dry_r
         table.add_row(o.execution_arn.rsplit(":", 1)[1], o.status, o.error or "-", _when(o.stop_date),
                       o.verdict.value, _short(o.reason, 50))
     console.print(table)
-    counts = {v.value: sum(1 for o in outcomes if o.verdict is v) for v in Verdict}
+    counts = {v.value: sum(1 for o in outcomes if o.verdict is v) for v in RedriveVerdict}
     console.print(", ".join(f"{k} {n}" for k, n in counts.items() if n) or "Nothing to redrive.")
 
 

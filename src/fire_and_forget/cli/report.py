@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fire_and_forget.cli.errors import OpsError
-from fire_and_forget.cli.executions import ExecutionOutcome, Verdict
+from fire_and_forget.cli.executions import ExecutionOutcome, RedriveVerdict
 from fire_and_forget.cli.failures import FailureListing
 from fire_and_forget.cli.healing import waiting_for
 from fire_and_forget.cli.healing_status import PERSON_DISPOSITIONS, HealingStatus
@@ -134,11 +134,11 @@ def source_dlq_redrive(stack: str, source_arn: str, destination_arn: str, result
 
 
 _VERDICT_KEYS = {
-    Verdict.REDRIVEN: "redriven",
-    Verdict.WOULD_REDRIVE: "wouldRedrive",
-    Verdict.IN_FAILURE_DLQ: "inFailureDlq",
-    Verdict.NOT_REDRIVABLE: "notRedrivable",
-    Verdict.REDRIVE_FAILED: "redriveFailed",
+    RedriveVerdict.REDRIVEN: "redriven",
+    RedriveVerdict.WOULD_REDRIVE: "wouldRedrive",
+    RedriveVerdict.IN_FAILURE_DLQ: "inFailureDlq",
+    RedriveVerdict.NOT_REDRIVABLE: "notRedrivable",
+    RedriveVerdict.REDRIVE_FAILED: "redriveFailed",
 }
 
 
@@ -159,7 +159,7 @@ def executions_redrive(stack: str, state_machine_arn: str, dry_run: bool, outcom
 
 
 def executions_complete(outcomes: list[ExecutionOutcome]) -> bool:
-    return not any(o.verdict in (Verdict.NOT_REDRIVABLE, Verdict.REDRIVE_FAILED) for o in outcomes)
+    return not any(o.verdict in (RedriveVerdict.NOT_REDRIVABLE, RedriveVerdict.REDRIVE_FAILED) for o in outcomes)
 
 
 def status(report: StackStatus) -> Json:

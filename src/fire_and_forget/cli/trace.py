@@ -46,7 +46,7 @@ _TASK_END = {
 }
 
 
-class Place(StrEnum):
+class Whereabouts(StrEnum):
     """Where a message is now. Keys of the --json `where` list; new places may be added, never renamed."""
 
     SUCCEEDED = "succeeded"  # an execution succeeded: the work was done (or was a duplicate, ignored)
@@ -118,7 +118,7 @@ class TracedExecution(ExecutionSummary):
 
 @dataclass(frozen=True)
 class Location:
-    place: Place
+    place: Whereabouts
     message_id: str | None
     detail: str
     execution_arn: str | None = None
@@ -352,7 +352,7 @@ def _where(result: Trace) -> list[Location]:
     for record in result.failure_records:
         places.append(
             Location(
-                Place.FAILURE_DLQ,
+                Whereabouts.FAILURE_DLQ,
                 record.source_message_id,
                 f"{record.error} in {record.failed_state}" + (", needs manual repair" if record.manual_repair else ""),
                 record.execution_arn,
@@ -360,7 +360,7 @@ def _where(result: Trace) -> list[Location]:
             )
         )
     for message_id in result.source_dlq_message_ids:
-        places.append(Location(Place.SOURCE_DLQ, message_id, "the pipe could not start an execution"))
+        places.append(Location(Whereabouts.SOURCE_DLQ, message_id, "the pipe could not start an execution"))
     for message_id in _unique([e.message_id for e in result.executions if e.message_id]):
         if message_id in recorded:
             continue
@@ -370,18 +370,19 @@ def _where(result: Trace) -> list[Location]:
         deciding = min(runs, key=lambda e: e.start_date)
         if deciding.status == "SUCCEEDED":
             detail = "ignored as a duplicate" if deciding.duplicate else "the workflow succeeded"
-            places.append(Location(Place.SUCCEEDED, message_id, detail, deciding.arn))
+            places.append(Location(Whereabouts.SUCCEEDED, message_id, detail, deciding.arn))
         elif deciding.status == "RUNNING":
             places.append(
                 Location(
-                    Place.RUNNING, message_id, f"in {deciding.states[-1] if deciding.states else '?'}", deciding.arn
+                    Whereabouts.RUNNING, message_id, f"in {deciding.states[-1] if deciding.states else '?'}",
+                    deciding.arn,
                 )
             )
         elif deciding.error == RECORDED_ERROR:
             newer = result.message_ids[: result.message_ids.index(message_id)]  # newest first
             places.append(
                 Location(
-                    Place.LEFT_FAILURE_DLQ,
+                    Whereabouts.LEFT_FAILURE_DLQ,
                     message_id,
                     "recorded in the failure DLQ, no longer there: "
                     + ("redriven as " + ", ".join(newer) if newer else "discarded (see the discard log)"),
@@ -391,7 +392,7 @@ def _where(result: Trace) -> list[Location]:
         else:
             places.append(
                 Location(
-                    Place.FAILED_EXECUTION,
+                    Whereabouts.FAILED_EXECUTION,
                     message_id,
                     f"{deciding.status} ({deciding.error or 'no error'}), input kept for `ff-ops executions redrive`",
                     deciding.arn,

@@ -11,14 +11,14 @@ from rich.table import Table
 
 from fire_and_forget.cli.render import cause_message
 from fire_and_forget.cli.report import json_time
-from fire_and_forget.cli.trace import Place, StateVisit, Trace, TracedExecution
+from fire_and_forget.cli.trace import StateVisit, Trace, TracedExecution, Whereabouts
 
 SCHEMA = "ff-ops/trace/v1"
 _NEXT = {
-    Place.FAILURE_DLQ: "ff-ops failures show {key}, then `failures redrive` or `failures discard`",
-    Place.SOURCE_DLQ: "ff-ops source-dlq redrive, once the cause is fixed",
-    Place.FAILED_EXECUTION: "ff-ops executions redrive --execution-arn {arn}",
-    Place.RUNNING: "wait, then trace it again",
+    Whereabouts.FAILURE_DLQ: "ff-ops failures show {key}, then `failures redrive` or `failures discard`",
+    Whereabouts.SOURCE_DLQ: "ff-ops source-dlq redrive, once the cause is fixed",
+    Whereabouts.FAILED_EXECUTION: "ff-ops executions redrive --execution-arn {arn}",
+    Whereabouts.RUNNING: "wait, then trace it again",
 }
 
 
@@ -67,7 +67,7 @@ def _execution(region: str, e: TracedExecution) -> dict[str, Any]:
 
 
 def document(stack: str, failure_dlq_url: str, t: Trace) -> dict[str, Any]:
-    """Stable keys, null when unknown; `where[].place` takes the values of fire_and_forget.cli.trace.Place."""
+    """Stable keys, null when unknown; `where[].place` takes the values of fire_and_forget.cli.trace.Whereabouts."""
     return {
         "schema": SCHEMA,
         "stack": stack,

@@ -33,7 +33,7 @@ class AlertPath(Construct):
     "When the alerts topic itself is down".
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: PipelineSettings) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, settings: PipelineSettings) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         # Confused-deputy guard: CloudWatch publishes on behalf of this account's alarms only.
@@ -44,12 +44,12 @@ class AlertPath(Construct):
         # An encrypted topic as an alarm action needs a customer-managed key that lets CloudWatch use it.
         self.key = delivering_key(
             self, "Key", description="Encrypts the fire-and-forget alert-path topic (apart from the messaging key)",
-            sid="AllowCloudWatchAlarms", services=(ALARMS_PRINCIPAL,), config=config,
+            sid="AllowCloudWatchAlarms", services=(ALARMS_PRINCIPAL,), settings=settings,
         )
         self.topic = sns.Topic(
             self,
             "AlertPathTopic",
-            display_name=f"Fire-and-forget alert path ({config.environment_name})",
+            display_name=f"Fire-and-forget alert path ({settings.environment_name})",
             master_key=self.key,
             enforce_ssl=True,
         )
@@ -63,7 +63,7 @@ class AlertPath(Construct):
                 conditions=alarms_of_this_account,
             )
         )
-        self.email = config.alert_path_email or config.alarm_email
+        self.email = settings.alert_path_email or settings.alarm_email
         if self.email:
             subscription = self.topic.add_subscription(subscriptions.EmailSubscription(self.email))
             acknowledge(

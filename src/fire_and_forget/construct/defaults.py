@@ -15,7 +15,7 @@ from fire_and_forget.construct.compliance import acknowledge
 from fire_and_forget.construct.settings import PipelineSettings
 
 
-def removal_policy(config: PipelineSettings) -> RemovalPolicy:
+def removal_policy(settings: PipelineSettings) -> RemovalPolicy:
     """`retain` keeps data and failed messages when a stack is updated or deleted by mistake; `destroy` suits
     throwaway stacks.
 
@@ -23,11 +23,11 @@ def removal_policy(config: PipelineSettings) -> RemovalPolicy:
     back holds no data yet, and plain Retain would orphan its key, tables, queues and log groups on every failed
     first deploy.
     """
-    return RemovalPolicy.DESTROY if config.removal_policy == "destroy" else RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
+    return RemovalPolicy.DESTROY if settings.removal_policy == "destroy" else RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
 
 
 def encrypted_queue(
-    scope: Construct, construct_id: str, *, key: kms.IKey, config: PipelineSettings, **props: Any
+    scope: Construct, construct_id: str, *, key: kms.IKey, settings: PipelineSettings, **props: Any
 ) -> sqs.Queue:
     """An SQS queue encrypted with the customer-managed key, refusing plain-HTTP requests."""
     return sqs.Queue(
@@ -38,7 +38,7 @@ def encrypted_queue(
         # Reuse a data key for 5 minutes: fewer KMS calls, the AWS default.
         data_key_reuse=Duration.minutes(5),
         enforce_ssl=True,
-        removal_policy=removal_policy(config),
+        removal_policy=removal_policy(settings),
         **props,
     )
 
@@ -47,10 +47,10 @@ def encrypted_queue(
 SQS_MAX_MESSAGE_BYTES = 1_048_576
 
 
-def dead_letter_queue(scope: Construct, construct_id: str, *, key: kms.IKey, config: PipelineSettings) -> sqs.Queue:
+def dead_letter_queue(scope: Construct, construct_id: str, *, key: kms.IKey, settings: PipelineSettings) -> sqs.Queue:
     """A terminal queue that keeps what failed for the longest time SQS allows, for inspection and redrive."""
     queue = encrypted_queue(
-        scope, construct_id, key=key, config=config, retention_period=Duration.days(config.dlq_retention_days),
+        scope, construct_id, key=key, settings=settings, retention_period=Duration.days(settings.dlq_retention_days),
         # SQS's maximum: whatever Step Functions, EventBridge or SNS can hand a DLQ (each capped at 256 KiB per
         # payload, plus the metadata they add) fits, so a failure is never lost to its own size.
         max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
@@ -62,7 +62,7 @@ def dead_letter_queue(scope: Construct, construct_id: str, *, key: kms.IKey, con
 
 
 def delivering_key(scope: Construct, construct_id: str, *, description: str, sid: str, services: tuple[str, ...],
-                   config: PipelineSettings) -> kms.Key:
+                   settings: PipelineSettings) -> kms.Key:
     """A rotating customer-managed key that AWS services may use to deliver on behalf of this account's resources.
 
     An encrypted topic or queue that EventBridge or CloudWatch alarms deliver to needs a customer-managed key whose
@@ -71,7 +71,7 @@ def delivering_key(scope: Construct, construct_id: str, *, description: str, sid
     among them); for EventBridge that page says the key is not supported, so it has its own statement (MessagingKey).
     """
     key = kms.Key(scope, construct_id, description=description, enable_key_rotation=True,
-                  removal_policy=removal_policy(config))
+                  removal_policy=removal_policy(settings))
     key.add_to_resource_policy(
         iam.PolicyStatement(
             sid=sid,
@@ -85,22 +85,22 @@ def delivering_key(scope: Construct, construct_id: str, *, description: str, sid
 
 
 def log_group(
-    scope: Construct, construct_id: str, *, config: PipelineSettings, name: str | None = None
+    scope: Construct, construct_id: str, *, settings: PipelineSettings, name: str | None = None
 ) -> logs.LogGroup:
     """A log group with the configured retention, so logs never pile up unbounded."""
     return logs.LogGroup(
         scope,
         construct_id,
         log_group_name=name,
-        retention=log_retention(config),
-        removal_policy=removal_policy(config),
+        retention=log_retention(settings),
+        removal_policy=removal_policy(settings),
     )
 
 
 VENDED_STATES_LOGS = "/aws/vendedlogs/states/"
 
 
-def state_machine_log_group(scope: Construct, construct_id: str, *, config: PipelineSettings) -> logs.LogGroup:
+def state_machine_log_group(scope: Construct, construct_id: str, *, settings: PipelineSettings) -> logs.LogGroup:
     """A state machine's log group, named under /aws/vendedlogs/states/ as Step Functions asks.
 
     Step Functions delivers logs as a vended log source: CloudWatch Logs then grants it through one resource policy
@@ -111,7 +111,7 @@ def state_machine_log_group(scope: Construct, construct_id: str, *, config: Pipe
     stack = Stack.of(scope)
     path_in_stack = scope.node.path.removeprefix(stack.node.path).strip("/").replace("/", "-")
     return log_group(
-        scope, construct_id, config=config, name=f"{VENDED_STATES_LOGS}{stack.stack_name}-{path_in_stack}"
+        scope, construct_id, settings=settings, name=f"{VENDED_STATES_LOGS}{stack.stack_name}-{path_in_stack}"
     )
 
 
@@ -127,6 +127,6 @@ _RETENTION = {
 }
 
 
-def log_retention(config: PipelineSettings) -> logs.RetentionDays:
-    """The configured retention as CDK's enum (the config validator already allows only these values)."""
-    return _RETENTION[config.log_retention_days]
+def log_retention(settings: PipelineSettings) -> logs.RetentionDays:
+    """The configured retention as CDK's enum (the settings validator already allows only these values)."""
+    return _RETENTION[settings.log_retention_days]

@@ -146,15 +146,15 @@ class ExecutionEvents(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: PipelineSettings,
+        settings: PipelineSettings,
         key: kms.IKey,
         state_machine: sfn.IStateMachine,
         handled_error: str,
         workflow_title: str,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.failure_events_queue, self.reconciler_dlq = failure_events_queue(self, key=key, config=config)
-        self.target_dlq = dead_letter_queue(self, "TargetDlq", key=key, config=config)
+        self.failure_events_queue, self.reconciler_dlq = failure_events_queue(self, key=key, settings=settings)
+        self.target_dlq = dead_letter_queue(self, "TargetDlq", key=key, settings=settings)
         self.rule = events.Rule(
             self,
             "Rule",

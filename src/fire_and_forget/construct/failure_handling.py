@@ -23,20 +23,20 @@ class FailureHandling(Construct):
     EventBridge rule targets the topic directly (the failure rule feeds the Reconciler, which announces).
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, config: PipelineSettings) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, settings: PipelineSettings) -> None:
         super().__init__(scope, construct_id)
         self.undelivered_alerts: sqs.Queue | None = None
-        self.failure_dlq = dead_letter_queue(self, "FailureDlq", key=key, config=config)
+        self.failure_dlq = dead_letter_queue(self, "FailureDlq", key=key, settings=settings)
         self.alerts_topic = sns.Topic(
             self,
             "AlertsTopic",
-            display_name=f"Fire-and-forget alerts ({config.environment_name})",
+            display_name=f"Fire-and-forget alerts ({settings.environment_name})",
             master_key=key,
             enforce_ssl=True,
         )
         self._allow_alarms_to_publish()
-        if config.alarm_email or config.webhook_url:
-            self._subscribe(key, config)
+        if settings.alarm_email or settings.webhook_url:
+            self._subscribe(key, settings)
 
     def _allow_alarms_to_publish(self) -> None:
         stack = Stack.of(self)
@@ -60,10 +60,10 @@ class FailureHandling(Construct):
             )
         )
 
-    def _subscribe(self, key: kms.IKey, config: PipelineSettings) -> None:
+    def _subscribe(self, key: kms.IKey, settings: PipelineSettings) -> None:
         # An alert SNS could not deliver after its retries is kept here instead of being dropped. SNS writes to
         # the encrypted queue on its own behalf, so the key must let it.
-        self.undelivered_alerts = dead_letter_queue(self, "UndeliveredAlertsDlq", key=key, config=config)
+        self.undelivered_alerts = dead_letter_queue(self, "UndeliveredAlertsDlq", key=key, settings=settings)
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="AllowSnsDeadLetterDeliveries",
@@ -74,11 +74,11 @@ class FailureHandling(Construct):
                 conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
             )
         )
-        if config.alarm_email:
+        if settings.alarm_email:
             self.alerts_topic.add_subscription(
-                subscriptions.EmailSubscription(config.alarm_email, dead_letter_queue=self.undelivered_alerts)
+                subscriptions.EmailSubscription(settings.alarm_email, dead_letter_queue=self.undelivered_alerts)
             )
-        if config.webhook_url:
+        if settings.webhook_url:
             self.alerts_topic.add_subscription(
-                subscriptions.UrlSubscription(config.webhook_url, dead_letter_queue=self.undelivered_alerts)
+                subscriptions.UrlSubscription(settings.webhook_url, dead_letter_queue=self.undelivered_alerts)
             )

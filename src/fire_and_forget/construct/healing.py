@@ -68,9 +68,9 @@ class HealedResources:
     source_max_message_bytes: int
 
 
-def failure_events_queue(scope: Construct, *, key: kms.IKey, config: PipelineSettings) -> tuple[sqs.Queue, sqs.Queue]:
+def failure_events_queue(scope: Construct, *, key: kms.IKey, settings: PipelineSettings) -> tuple[sqs.Queue, sqs.Queue]:
     """The failure-events queue the Reconciler consumes, and its ReconcilerDlq for events it could not finish."""
-    reconciler_dlq = dead_letter_queue(scope, "ReconcilerDlq", key=key, config=config)
+    reconciler_dlq = dead_letter_queue(scope, "ReconcilerDlq", key=key, settings=settings)
     # Holds events not reconciled yet: kept on update and delete like every queue (encrypted_queue's removal policy),
     # as large as a dead-letter queue. Its retention is shorter than the ReconcilerDlq's, which an event reaches with
     # its original enqueue time: why 4 days, docs/design.md, "Self-healing".
@@ -78,11 +78,11 @@ def failure_events_queue(scope: Construct, *, key: kms.IKey, config: PipelineSet
         scope,
         "FailureEventsQueue",
         key=key,
-        config=config,
+        settings=settings,
         max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
         retention_period=Duration.days(FAILURE_EVENTS_RETENTION_DAYS),
         visibility_timeout=Duration.seconds(RECONCILER_TIMEOUT.to_seconds() * VISIBILITY_FACTOR),
-        dead_letter_queue=sqs.DeadLetterQueue(queue=reconciler_dlq, max_receive_count=config.max_receive_count),
+        dead_letter_queue=sqs.DeadLetterQueue(queue=reconciler_dlq, max_receive_count=settings.max_receive_count),
     )
     return queue, reconciler_dlq
 
@@ -106,7 +106,7 @@ class Healing(Construct):
         self.service = f"{r.pipeline_name}{HEALING_SERVICE_SUFFIX}"
         self.redrive_every_minutes = healing.redrive_every_minutes
         self.reconciler_dlq = reconciler_dlq
-        self.schedule_dlq = dead_letter_queue(self, "ScheduleDlq", key=r.key, config=settings)
+        self.schedule_dlq = dead_letter_queue(self, "ScheduleDlq", key=r.key, settings=settings)
         code = healing_code()
         common = {
             "POWERTOOLS_SERVICE_NAME": self.service,

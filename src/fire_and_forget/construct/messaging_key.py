@@ -16,9 +16,9 @@ ALARMS_PRINCIPAL = "cloudwatch.amazonaws.com"
 class MessagingKey(Construct):
     """A rotating customer-managed key whose policy lets CloudWatch alarms deliver with it."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: PipelineSettings) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, settings: PipelineSettings) -> None:
         super().__init__(scope, construct_id)
         self.key = delivering_key(
             self, "Key", description="Encrypts the fire-and-forget queues, alerts topic and tables",
-            sid="AllowCloudWatchAlarms", services=(ALARMS_PRINCIPAL,), config=config,
+            sid="AllowCloudWatchAlarms", services=(ALARMS_PRINCIPAL,), settings=settings,
         )

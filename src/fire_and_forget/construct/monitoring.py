@@ -40,7 +40,7 @@ class Monitoring(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: AlarmConfig,
+        settings: AlarmConfig,
         resources: MonitoredResources,
         alerts_topic: sns.ITopic,
         alert_path_topic: sns.ITopic | None = None,
@@ -50,9 +50,9 @@ class Monitoring(Construct):
         self._runbook = runbook_url  # absolute: the description is read in an e-mail or a chat message
         self._action = cw_actions.SnsAction(alerts_topic)
         self.alarms: dict[str, cw.Alarm] = {}
-        period = Duration.minutes(config.period_minutes)
-        self._state_machine_alarms(resources, config, period)
-        self._queue_alarms(resources, config, period)
+        period = Duration.minutes(settings.period_minutes)
+        self._state_machine_alarms(resources, settings, period)
+        self._queue_alarms(resources, settings, period)
         self._delivery_alarms(resources, period)
         if alert_path_topic is not None:
             self._alert_path_alarms(alerts_topic, alert_path_topic, period)
@@ -90,9 +90,9 @@ class Monitoring(Construct):
         self.alarms[construct_id] = alarm
         return alarm
 
-    def _state_machine_alarms(self, r: MonitoredResources, config: AlarmConfig, period: Duration) -> None:
+    def _state_machine_alarms(self, r: MonitoredResources, settings: AlarmConfig, period: Duration) -> None:
         self._alarm("ExecutionsFailed", execution_metric(r, "ExecutionsFailed", period),
-                    config.executions_failed_threshold,
+                    settings.executions_failed_threshold,
                     f"{r.title} executions failed. Each message HandleFailure recorded is also announced on its own.")
         self._alarm("ExecutionsTimedOut", execution_metric(r, "ExecutionsTimedOut", period), 1,
                     f"A {r.title} execution timed out: Catch cannot see it and no compensation ran.")
@@ -100,14 +100,14 @@ class Monitoring(Construct):
                     f"A {r.title} execution was aborted (stopped): no compensation ran.")
         self._alarm("ExecutionThrottled", execution_metric(r, "ExecutionThrottled", period), 1,
                     f"Step Functions throttled {r.title} (StartExecution or state transitions).")
-        window = Duration.minutes(config.failure_rate_window_minutes)
-        self._alarm("FailureRate", failure_rate(r, window, config.failure_rate_min_started),
-                    config.failure_rate_percent,
-                    f"At least {config.failure_rate_percent}% of the {r.title} executions of the last "
-                    f"{config.failure_rate_window_minutes} minutes did not succeed "
-                    f"(counted from {config.failure_rate_min_started} started executions on).")
+        window = Duration.minutes(settings.failure_rate_window_minutes)
+        self._alarm("FailureRate", failure_rate(r, window, settings.failure_rate_min_started),
+                    settings.failure_rate_percent,
+                    f"At least {settings.failure_rate_percent}% of the {r.title} executions of the last "
+                    f"{settings.failure_rate_window_minutes} minutes did not succeed "
+                    f"(counted from {settings.failure_rate_min_started} started executions on).")
 
-    def _queue_alarms(self, r: MonitoredResources, config: AlarmConfig, period: Duration) -> None:
+    def _queue_alarms(self, r: MonitoredResources, settings: AlarmConfig, period: Duration) -> None:
         healing = r.healing is not None and r.healing.policy.max_attempts > 0
         # With the automatic redrive on, a record in the failure DLQ may be waiting for its retry: FailuresNeedAPerson
         # notifies for the ones a person must handle; this one stays on the dashboard without paging anybody.
@@ -118,11 +118,11 @@ class Monitoring(Construct):
         self._alarm("SourceDlqNotEmpty", queue_depth(r.source_dlq, period, "SourceDlq"), 1,
                     "The pipe could not start an execution for some messages: they wait in the source DLQ.")
         self._alarm("FailureEventsWaiting", oldest_message_age(r.failure_events_queue, period),
-                    config.failure_events_max_age_seconds,
+                    settings.failure_events_max_age_seconds,
                     "Status-change events of executions that ended TIMED_OUT, ABORTED or FAILED unrecorded wait in "
                     "the failure-events queue longer than expected: the Reconciler is behind or failing.")
         self._alarm("SourceQueueBacklog", oldest_message_age(r.source_queue, period),
-                    config.source_queue_max_age_seconds,
+                    settings.source_queue_max_age_seconds,
                     "The oldest message in the source queue waits longer than expected: the pipe is stopped, "
                     "failing or throttled.")
 

@@ -20,10 +20,10 @@ class SlackNotifications(Construct):
     `.channel` is None otherwise. E-mail and webhook subscriptions stay on the topic itself (FailureHandling).
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: PipelineSettings, topic: sns.ITopic) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, settings: PipelineSettings, topic: sns.ITopic) -> None:
         super().__init__(scope, construct_id)
         self.channel: chatbot.SlackChannelConfiguration | None = None
-        if config.slack_workspace_id is None or config.slack_channel_id is None:
+        if settings.slack_workspace_id is None or settings.slack_channel_id is None:
             return
         # The channel only relays notifications: its role has no permissions at all, and the guardrail caps what
         # any channel member could ever run from Slack to read-only CloudWatch.
@@ -33,9 +33,9 @@ class SlackNotifications(Construct):
             self,
             "SlackChannel",
             # Chatbot requires a name; derived from the stack so two deployments never collide.
-            slack_channel_configuration_name=f"{Stack.of(self).stack_name}-{config.environment_name}-alerts",
-            slack_workspace_id=config.slack_workspace_id,
-            slack_channel_id=config.slack_channel_id,
+            slack_channel_configuration_name=f"{Stack.of(self).stack_name}-{settings.environment_name}-alerts",
+            slack_workspace_id=settings.slack_workspace_id,
+            slack_channel_id=settings.slack_channel_id,
             notification_topics=[topic],
             role=role,
             guardrail_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(GUARDRAIL_POLICY)],

@@ -46,7 +46,7 @@ class Pipe(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: PipelineSettings,
+        settings: PipelineSettings,
         source_queue: sqs.IQueue,
         source_key: kms.IKey,
         state_machine: sfn.IStateMachine,
@@ -56,7 +56,7 @@ class Pipe(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         check_invocation_type(workflow_type, invocation_type)
-        self.log_group = log_group(self, "Logs", config=config)
+        self.log_group = log_group(self, "Logs", settings=settings)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("pipes.amazonaws.com"))
         # Exactly what the Pipes SQS poller uses: grant_consume_messages would add ChangeMessageVisibility
         # and GetQueueUrl, which the pipe never calls.

@@ -118,9 +118,9 @@ class FireAndForgetPipeline(Construct):
         _check_name(props.name)
         _check_message_key(props.message_key)
         settings = props.settings
-        self.key: kms.IKey = props.key or MessagingKey(self, "MessagingKey", config=settings).key
-        source = SourceQueue(self, "SourceQueue", key=self.key, config=settings)
-        failure = FailureHandling(self, "FailureHandling", key=self.key, config=settings)
+        self.key: kms.IKey = props.key or MessagingKey(self, "MessagingKey", settings=settings).key
+        source = SourceQueue(self, "SourceQueue", key=self.key, settings=settings)
+        failure = FailureHandling(self, "FailureHandling", key=self.key, settings=settings)
         self.source_queue: sqs.Queue = source.queue
         self.source_dlq: sqs.Queue = source.dead_letter_queue
         self.failure_dlq: sqs.Queue = failure.failure_dlq
@@ -143,7 +143,7 @@ class FireAndForgetPipeline(Construct):
         pipe = Pipe(
             self,
             "Pipe",
-            config=settings,
+            settings=settings,
             description=f"Starts one {workflow.title} execution per SQS message (FIRE_AND_FORGET)",
             source_queue=self.source_queue,
             source_key=self.key,
@@ -155,7 +155,7 @@ class FireAndForgetPipeline(Construct):
         execution_events = ExecutionEvents(
             self,
             "ExecutionEvents",
-            config=settings,
+            settings=settings,
             key=self.key,
             state_machine=self.state_machine,
             handled_error=HANDLED_FAILURE_ERROR,
@@ -187,12 +187,12 @@ class FireAndForgetPipeline(Construct):
                 source_max_message_bytes=source.max_message_size_bytes,
             ),
         )
-        SlackNotifications(self, "Notifications", config=settings, topic=self.alerts_topic)
-        alert_path = AlertPath(self, "AlertPath", config=settings)
+        SlackNotifications(self, "Notifications", settings=settings, topic=self.alerts_topic)
+        alert_path = AlertPath(self, "AlertPath", settings=settings)
         monitoring = Monitoring(
             self,
             "Monitoring",
-            config=settings.alarms,
+            settings=settings.alarms,
             alerts_topic=self.alerts_topic,
             alert_path_topic=alert_path.topic,
             runbook_url=settings.runbook_url,

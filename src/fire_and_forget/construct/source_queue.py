@@ -18,19 +18,19 @@ MAX_MESSAGE_SIZE_BYTES = 64 * 1024
 class SourceQueue(Construct):
     """Encrypted, TLS-only source queue whose redrive policy catches messages the pipe fails to start."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, config: PipelineSettings) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, settings: PipelineSettings) -> None:
         super().__init__(scope, construct_id)
         self.max_message_size_bytes = MAX_MESSAGE_SIZE_BYTES
-        self.dead_letter_queue = dead_letter_queue(self, "SourceDlq", key=key, config=config)
+        self.dead_letter_queue = dead_letter_queue(self, "SourceDlq", key=key, settings=settings)
         self.queue = encrypted_queue(
             self,
             "Queue",
             key=key,
-            config=config,
+            settings=settings,
             visibility_timeout=VISIBILITY_TIMEOUT,
             max_message_size_bytes=self.max_message_size_bytes,
             retention_period=Duration.days(SOURCE_QUEUE_RETENTION_DAYS),
             dead_letter_queue=sqs.DeadLetterQueue(
-                queue=self.dead_letter_queue, max_receive_count=config.max_receive_count
+                queue=self.dead_letter_queue, max_receive_count=settings.max_receive_count
             ),
         )

@@ -45,7 +45,7 @@ def task_function(scope: Construct, name: str, *, handler: str, code: lambda_.Co
     The function times out before the Task does (PipelineSettings.lambda_timeout_seconds), so the workflow sees
     the function's own timeout first. Grants to tables are the caller's: only it knows what the task touches.
     """
-    logs = log_group(scope, f"{name}Logs", config=settings)
+    logs = log_group(scope, f"{name}Logs", settings=settings)
     # Our own role instead of AWSLambdaBasicExecutionRole: write to this function's log group only.
     role = iam.Role(scope, f"{name}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     logs.grant_write(role)

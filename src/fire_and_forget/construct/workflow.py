@@ -366,7 +366,7 @@ class WorkflowStateMachine(Construct):
             "WorkflowTitle": workflow.title,
         }
         self.definition = workflow.definition(settings)
-        self.log_group = state_machine_log_group(self, "Logs", config=settings)
+        self.log_group = state_machine_log_group(self, "Logs", settings=settings)
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",

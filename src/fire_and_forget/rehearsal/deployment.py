@@ -26,7 +26,7 @@ _SUBSTITUTION = re.compile(r"\$\{(\w+)\}")
 
 
 @dataclass(frozen=True)
-class DeployedStack:
+class OfflineStack:
     """What a deployment leaves behind: outputs, logical -> physical ids, and the resolver for the rest."""
 
     name: str
@@ -40,7 +40,7 @@ class DeployedStack:
         return clean_json(value, self.resource_map)
 
 
-def deploy(assembly: CloudAssembly, region: str) -> DeployedStack:
+def deploy(assembly: CloudAssembly, region: str) -> OfflineStack:
     """Upload the assets, create the stack from the template under the assembly's stack name, and make its state
     machines executable."""
     _upload_assets(assembly, region)
@@ -57,7 +57,7 @@ def deploy(assembly: CloudAssembly, region: str) -> DeployedStack:
     if description["StackStatus"] != "CREATE_COMPLETE":
         raise RuntimeError(f"offline deployment failed: {description['StackStatus']}")
     resources = cfn.describe_stack_resources(StackName=name)["StackResources"]
-    stack = DeployedStack(
+    stack = OfflineStack(
         name=name,
         outputs={o["OutputKey"]: o["OutputValue"] for o in description.get("Outputs", [])},
         # moto reports no physical id for a LayerVersion (AWS: its ARN); nothing looks one up by logical id.
@@ -147,7 +147,7 @@ def _moto_stack(region: str, name: str) -> Any:
     return next(stack for stack in backend.stacks.values() if stack.name == name)
 
 
-def _recreate_state_machines(assembly: CloudAssembly, stack: DeployedStack, region: str) -> dict[str, Any]:
+def _recreate_state_machines(assembly: CloudAssembly, stack: OfflineStack, region: str) -> dict[str, Any]:
     """moto's CloudFormation puts state machines in its non-executing backend and ignores
     DefinitionSubstitutions. Create each again through the API (the executing backend), with the same name
     and the definition CloudFormation would deploy, so it keeps its ARN and really runs. Returns ARN -> definition."""

@@ -19,7 +19,7 @@ from fire_and_forget.rehearsal import client_cache
 from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
 from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
 from fire_and_forget.rehearsal.clock import RetryClock, VirtualClock
-from fire_and_forget.rehearsal.deployment import ACCOUNT, DeployedStack, asset_directories, deploy
+from fire_and_forget.rehearsal.deployment import ACCOUNT, OfflineStack, asset_directories, deploy
 from fire_and_forget.rehearsal.event_sources import EventSourceMappings
 from fire_and_forget.rehearsal.execution_events import EventBus, RuleDefinition, status_change_event
 from fire_and_forget.rehearsal.faults import FaultPlan
@@ -86,7 +86,7 @@ class Rehearsal:
         self.interpreter_time = InterpreterTime(self.virtual_clock)
         self.faults = FaultPlan(clock=self.virtual_clock)
         self.clock = RetryClock()
-        self.stack: DeployedStack
+        self.stack: OfflineStack
         self.runtime: LambdaRuntime
         self.pipe: PipeEmulator
         self.bus: EventBus
