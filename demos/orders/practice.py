@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import boto3
 import typer
 
-from fire_and_forget.rehearsal import ACCOUNT, STACK_NAME, Gateway, Rehearsal
+from fire_and_forget.rehearsal import STACK_NAME, Gateway, Rehearsal
 
 DEFAULT_PORT = 4566
 PUMP_SECONDS = 0.2
@@ -61,7 +61,7 @@ class PracticeAccount:
         return environment(self.endpoint, self.aws.region)
 
     def open(self) -> None:
-        publish_pipe(self.aws)
+        self.aws.publish_pipe()
         # The demo's injected faults are over: the practice starts after the outage, when the fixes are in.
         self.aws.faults.clear()
         self.aws.faults.release()
@@ -94,27 +94,6 @@ def practice_account(aws: Rehearsal, port: int = 0) -> Iterator[PracticeAccount]
         yield account
     finally:
         account.close()
-
-
-def publish_pipe(aws: Rehearsal) -> None:
-    """What a real deployment has and moto's CloudFormation skips: the pipe, and the PipeName/PipeArn outputs."""
-    from moto.cloudformation.models import cloudformation_backends
-
-    definition = aws.pipe.definition
-    pipes = boto3.client("pipes", region_name=aws.region)
-    if any(p["Name"] == definition.name for p in pipes.list_pipes().get("Pipes", [])):
-        return
-    created = pipes.create_pipe(
-        Name=definition.name,
-        Source=definition.source_queue_arn,
-        Target=definition.target_arn,
-        RoleArn=f"arn:aws:iam::{ACCOUNT}:role/offline-pipe",
-        DesiredState="RUNNING",
-    )
-    stack = next(s for s in cloudformation_backends[ACCOUNT][aws.region].stacks.values() if s.name == STACK_NAME)
-    stack.output_map._output_json_map.update(
-        {"PipeName": {"Value": definition.name}, "PipeArn": {"Value": created["Arn"]}}
-    )
 
 
 def instructions(account: PracticeAccount) -> list[str]:

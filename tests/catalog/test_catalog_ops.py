@@ -22,7 +22,6 @@ from demos.orders.cli_smoke import app as smoke_app
 from fire_and_forget.cli.app import app
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
-from tests.ops.conftest import publish_pipe
 from tests.support.cdk import CATALOG_STACK_NAME
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
@@ -45,7 +44,7 @@ def aws(cloud_assembly: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rehea
     _forget_handler_client()
     try:
         with Rehearsal.start(cloud_assembly, stack_name=CATALOG_STACK_NAME) as rehearsal:
-            publish_pipe(rehearsal)
+            rehearsal.publish_pipe()
             yield rehearsal
     finally:
         _forget_handler_client()

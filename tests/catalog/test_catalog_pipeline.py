@@ -22,7 +22,6 @@ from fire_and_forget.cli.app import app as ff_ops_app
 from fire_and_forget.rehearsal.accounting import Place, account, advance_past_retries
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
 from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
-from tests.ops.conftest import publish_pipe
 from tests.support.cdk import CATALOG_STACK_NAME
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
@@ -41,7 +40,7 @@ def aws(cloud_assembly: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rehea
     # Long polling makes ff-ops' last, empty receive wait in moto; short polling is exact there (as in tests/ops).
     monkeypatch.setattr(fire_and_forget.runtime.dlq, "DEFAULT_WAIT_SECONDS", 0)
     with Rehearsal.start(cloud_assembly, stack_name=CATALOG_STACK_NAME) as rehearsal:
-        publish_pipe(rehearsal)  # what ff-ops status reads and moto's CloudFormation skips
+        rehearsal.publish_pipe()  # what ff-ops status reads and moto's CloudFormation skips
         yield rehearsal
 
 

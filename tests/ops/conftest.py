@@ -13,13 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from typer.testing import CliRunner
 
 import fire_and_forget.runtime.dlq
 from demos.orders.samples import seed_inventory
-from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
@@ -31,7 +29,7 @@ QUEUE_OUTPUTS = ("SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEven
 @pytest.fixture(scope="package")
 def deployment(cloud_assembly: Path) -> Iterator[Rehearsal]:
     with Rehearsal.start(cloud_assembly) as rehearsal:
-        publish_pipe(rehearsal)
+        rehearsal.publish_pipe()
         yield rehearsal
 
 
@@ -56,20 +54,6 @@ def aws(deployment: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
 @pytest.fixture
 def cli() -> CliRunner:
     return CliRunner()
-
-
-def publish_pipe(aws: Rehearsal) -> None:
-    """What a real deployment has and moto's CloudFormation skips: the pipe, and the PipeName/PipeArn outputs."""
-    from moto.cloudformation.models import cloudformation_backends
-
-    definition = aws.pipe.definition
-    pipes = boto3.client("pipes", region_name=aws.region)
-    created = pipes.create_pipe(Name=definition.name, Source=definition.source_queue_arn,
-                                Target=definition.target_arn, RoleArn=f"arn:aws:iam::{ACCOUNT}:role/offline-pipe",
-                                DesiredState="RUNNING")
-    stack = next(s for s in cloudformation_backends[ACCOUNT][aws.region].stacks.values() if s.name == aws.stack.name)
-    stack.output_map._output_json_map.update(
-        {"PipeName": {"Value": definition.name}, "PipeArn": {"Value": created["Arn"]}})
 
 
 def _empty_table(dynamodb: Any, table: str) -> None:

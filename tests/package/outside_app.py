@@ -31,11 +31,15 @@ def main(outdir: Path) -> dict[str, object]:
         aws.send(json.dumps({"requestId": "r-1", "email": "a@example.com", "text": "Thank you"}))
         aws.send(json.dumps({"requestId": "r-2"}))  # no e-mail address: the task fails, the tail records it
         aws.run()
+        aws.publish_pipe()  # what ff-ops status reads of the pipe, and moto's CloudFormation skips
         statuses = sorted(str(e.status) for e in aws.executions())
         listed = CliRunner().invoke(ff_ops, ["failures", "list", "--stack-name", STACK, "--json"])
         failures = json.loads(listed.stdout)
+        reported = CliRunner().invoke(ff_ops, ["status", "--stack-name", STACK, "--json"])
+        status = json.loads(reported.stdout)
     return {"package": fire_and_forget.__file__, "statuses": statuses, "exit": listed.exit_code,
-            "failed_keys": sorted(r["key"] for r in failures["failures"])}
+            "failed_keys": sorted(r["key"] for r in failures["failures"]), "status_exit": reported.exit_code,
+            "status_stack": status["stack"], "queues": {q["outputKey"]: q["visible"] for q in status["queues"]}}
 
 
 if __name__ == "__main__":

@@ -77,6 +77,8 @@ def test_a_third_workflow_synthesizes_runs_and_is_operated_from_the_installed_wh
     assert Path(result["package"]).is_relative_to(venv)
     assert result["statuses"] == ["FAILED", "SUCCEEDED"]
     assert result["exit"] == 0 and result["failed_keys"] == ["r-2"]
+    assert result["status_exit"] == 0 and result["status_stack"] == "Confirmations"
+    assert result["queues"]["FailureDlqUrl"] == 1 and result["queues"]["SourceQueueUrl"] == 0
 
 
 def test_the_installed_ff_ops_runs_from_its_console_script(venv: Path) -> None:

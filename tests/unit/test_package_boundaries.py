@@ -111,3 +111,14 @@ def test_importing_a_part_loads_none_of_the_others_libraries(modules: list[str],
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                           env={"AWS_DEFAULT_REGION": "us-east-1", "PATH": "/usr/bin:/bin"})
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_the_package_has_one_version_and_the_changelog_names_it() -> None:
+    import tomllib
+
+    import fire_and_forget
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert fire_and_forget.__version__ == declared
+    assert f"\n## {declared} (" in changelog

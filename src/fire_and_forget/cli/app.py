@@ -24,7 +24,7 @@ from fire_and_forget.cli.stack import DeployedStack
 from fire_and_forget.cli.status import collect_status
 from fire_and_forget.cli.trend_report import DEFAULT_MAX_EXECUTIONS as DEFAULT_MAX_TREND_EXECUTIONS
 from fire_and_forget.cli.trend_report import collect as collect_trends
-from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME
+from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Inspect a Fire-and-Forget pipeline's failed messages and redrive them without losing one.")
@@ -112,7 +112,7 @@ def source_dlq_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Regio
     """Move the source DLQ back to the source queue with SQS StartMessageMoveTask, and follow the task."""
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
-        dlq_url, source_url = stack.require("SourceDlqUrl", "SourceQueueUrl")
+        dlq_url, source_url = stack.require(Output.SOURCE_DLQ_URL, Output.SOURCE_QUEUE_URL)
         dlq_arn, destination_arn = queue_arn(clients.sqs, dlq_url), queue_arn(clients.sqs, source_url)
         progress = None if as_json else (lambda task: render.move_progress(out, task))
         result = redrive_source_dlq(clients.sqs, dlq_url, dlq_arn, destination_arn, max_per_second=max_per_second,
@@ -143,7 +143,7 @@ def executions_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Regio
         fail(UsageError(f"--status must be one of {', '.join(UNSUCCESSFUL)}"), as_json)
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
-        arn = stack.output("StateMachineArn")
+        arn = stack.output(Output.STATE_MACHINE_ARN)
         request = ExecutionRedriveRequest(arn, cli_common.now(), statuses, tuple(execution_arn or ()), include_recorded,
                                           dry_run)
         outcomes = redrive_executions(clients.sfn, request)

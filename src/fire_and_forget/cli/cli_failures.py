@@ -37,7 +37,7 @@ from fire_and_forget.cli.failures import DEFAULT_LIMIT, find_failures, list_fail
 from fire_and_forget.cli.healing import policy_of, waiting_for
 from fire_and_forget.cli.stack import DeployedStack
 from fire_and_forget.runtime.dlq import DEFAULT_VISIBILITY_TIMEOUT
-from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME
+from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
 from fire_and_forget.runtime.redrive import RedriveRequest, redrive_failures
 
 failures_app = typer.Typer(no_args_is_help=True, help="Failed messages in the failure DLQ.")
@@ -62,7 +62,7 @@ def failures_list(
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         listing = list_failures(
             clients.sqs,
-            stack.output("FailureDlqUrl"),
+            stack.output(Output.FAILURE_DLQ_URL),
             chosen,
             limit=limit,
             visibility_timeout=visibility_timeout,
@@ -97,7 +97,7 @@ def failures_show(
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         records = find_failures(
             clients.sqs,
-            stack.output("FailureDlqUrl"),
+            stack.output(Output.FAILURE_DLQ_URL),
             key,
             visibility_timeout=visibility_timeout,
             key_field=stack.key_field,
@@ -139,7 +139,7 @@ def failures_redrive(
         )
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
-        dlq_url, source_url = stack.require("FailureDlqUrl", "SourceQueueUrl")
+        dlq_url, source_url = stack.require(Output.FAILURE_DLQ_URL, Output.SOURCE_QUEUE_URL)
         request = RedriveRequest(
             chosen,
             dry_run=dry_run,
@@ -204,7 +204,8 @@ def failures_discard(
             except OSError as error:
                 raise UsageError(f"cannot write the log {log}: {error}", "give --log a writable file") from error
             keyed = dataclasses.replace(request, key_field=stack.key_field)
-            result = discard_failures(clients.sqs, stack.output("FailureDlqUrl"), stack.name, keyed, sink, confirm)
+            dlq_url = stack.output(Output.FAILURE_DLQ_URL)
+            result = discard_failures(clients.sqs, dlq_url, stack.name, keyed, sink, confirm)
         if not as_json:
             render_discard(out, result, log)
         return (ExitCode.OK if result.complete else ExitCode.INCOMPLETE), discard_document(stack.name, result, log)

@@ -16,7 +16,7 @@ from fire_and_forget.cli.trace import trace as trace_work
 from fire_and_forget.cli.trace_output import document as trace_document
 from fire_and_forget.cli.trace_output import render as render_trace
 from fire_and_forget.runtime.dlq import DEFAULT_VISIBILITY_TIMEOUT
-from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME
+from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
 
 
 def register(app: typer.Typer) -> None:
@@ -47,7 +47,7 @@ def trace(
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         request = TraceRequest(key, max_executions, visibility_timeout, key_field=stack.key_field)
         found = trace_work(clients, stack, request)
-        dlq = stack.output("FailureDlqUrl")
+        dlq = stack.output(Output.FAILURE_DLQ_URL)
         if not as_json:
             render_trace(out, dlq, found)
         return ExitCode.OK, trace_document(stack.name, dlq, found)

@@ -17,6 +17,7 @@ from fire_and_forget.cli.failures import list_failures
 from fire_and_forget.cli.healing import waiting_for
 from fire_and_forget.cli.stack import PIPELINE_NAME_OUTPUT, DeployedStack
 from fire_and_forget.runtime.healing_policy import Disposition, HealingPolicy
+from fire_and_forget.runtime.outputs import Output
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch.type_defs import MetricDataQueryTypeDef, MetricTypeDef
@@ -65,7 +66,8 @@ class HealingStatus:
 def collect_healing(
     clients: Clients, stack: DeployedStack, policy: HealingPolicy, now: datetime, window: timedelta
 ) -> HealingStatus:
-    listing = list_failures(clients.sqs, stack.output("FailureDlqUrl"), limit=READ_LIMIT, key_field=stack.key_field)
+    listing = list_failures(clients.sqs, stack.output(Output.FAILURE_DLQ_URL), limit=READ_LIMIT,
+                            key_field=stack.key_field)
     status = HealingStatus(listing.read, listing.truncated, len(listing.unrecognized))
     for record in listing.records:
         waiting = waiting_for(record, policy)

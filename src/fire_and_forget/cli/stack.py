@@ -9,6 +9,7 @@ from botocore.exceptions import ClientError
 
 from fire_and_forget.cli.errors import OutputsMissing, StackNotFound, translate
 from fire_and_forget.runtime.errors import error_code
+from fire_and_forget.runtime.outputs import Output
 from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD
 
 if TYPE_CHECKING:
@@ -16,29 +17,29 @@ if TYPE_CHECKING:
 
 
 # The output naming the top-level body field that says which work a message is about (a business key).
-KEY_FIELD_OUTPUT = "MessageKeyField"
+KEY_FIELD_OUTPUT = Output.MESSAGE_KEY_FIELD
 
 # The queues status reports, by output key, with the name an operator knows them by.
-QUEUES = {
-    "SourceQueueUrl": "source queue",
-    "SourceDlqUrl": "source DLQ",
-    "FailureDlqUrl": "failure DLQ",
-    "FailureEventsQueueUrl": "failure-events queue",
-    "EventTargetDlqUrl": "rule target DLQ",
+QUEUES: dict[str, str] = {
+    Output.SOURCE_QUEUE_URL: "source queue",
+    Output.SOURCE_DLQ_URL: "source DLQ",
+    Output.FAILURE_DLQ_URL: "failure DLQ",
+    Output.FAILURE_EVENTS_QUEUE_URL: "failure-events queue",
+    Output.EVENT_TARGET_DLQ_URL: "rule target DLQ",
 }
 # Self-healing's queues (fire_and_forget/construct/healing.py): a stack deployed before it has neither output, and
 # status then lists only the queues above.
-HEALING_QUEUES = {
-    "ReconcilerDlqUrl": "reconciler DLQ",
-    "ScheduleDlqUrl": "schedule DLQ",
+HEALING_QUEUES: dict[str, str] = {
+    Output.RECONCILER_DLQ_URL: "reconciler DLQ",
+    Output.SCHEDULE_DLQ_URL: "schedule DLQ",
 }
 # Self-healing's other outputs, all optional for the same reason: the policy both ff-ops and the Redriver classify
 # failure records by (fire_and_forget/cli/healing.py reads it), the two functions, and the pipeline's name (its metrics'
 # dimension).
-HEALING_POLICY_OUTPUT = "HealingPolicy"
-RECONCILER_FUNCTION_OUTPUT = "ReconcilerFunctionName"
-REDRIVER_FUNCTION_OUTPUT = "RedriverFunctionName"
-PIPELINE_NAME_OUTPUT = "PipelineName"
+HEALING_POLICY_OUTPUT = Output.HEALING_POLICY
+RECONCILER_FUNCTION_OUTPUT = Output.RECONCILER_FUNCTION_NAME
+REDRIVER_FUNCTION_OUTPUT = Output.REDRIVER_FUNCTION_NAME
+PIPELINE_NAME_OUTPUT = Output.PIPELINE_NAME
 
 
 @dataclass(frozen=True)

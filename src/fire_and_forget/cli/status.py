@@ -13,6 +13,7 @@ from fire_and_forget.cli.healing import policy_of
 from fire_and_forget.cli.healing_status import HealingStatus, collect_healing
 from fire_and_forget.cli.stack import HEALING_QUEUES, QUEUES, DeployedStack
 from fire_and_forget.runtime.errors import error_code
+from fire_and_forget.runtime.outputs import Output
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch.type_defs import MetricDataQueryTypeDef
@@ -68,7 +69,7 @@ def collect_status(clients: Clients, stack: DeployedStack, now: datetime, window
                    recent_limit: int = 10) -> StackStatus:
     """Everything `status` shows, read from the resources the stack's outputs name."""
     named = dict(zip(QUEUES, stack.require(*QUEUES), strict=True)) | stack.healing_queues
-    state_machine_arn, pipe_name = stack.require("StateMachineArn", "PipeName")
+    state_machine_arn, pipe_name = stack.require(Output.STATE_MACHINE_ARN, Output.PIPE_NAME)
     urls = list(named.values())
     ages = _oldest_ages(clients, urls, now)
     queues = [_queue(clients, key, url, ages.get(url)) for key, url in named.items()]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from fire_and_forget.cli.errors import NotFound
 from fire_and_forget.cli.failures import list_failures
 from fire_and_forget.runtime.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
+from fire_and_forget.runtime.outputs import Output
 from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD, FailureRecord, message_key
 from fire_and_forget.runtime.tail import DUPLICATE_ENDS, HANDLED_FAILURE_ERROR
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_EXECUTIONS = 500
 # The stack output naming the workflow's compensation states (comma-separated; absent when it has none).
-COMPENSATIONS_OUTPUT = "CompensationStates"
+COMPENSATIONS_OUTPUT = Output.COMPENSATION_STATES
 ALERT_STATE = "NotifyFailure"
 # The error an execution ends with once HandleFailure put the message in the failure DLQ
 # (fire_and_forget/cli/executions.py).
@@ -154,7 +155,7 @@ class TraceRequest:
 def trace(clients: Clients, stack: DeployedStack, request: TraceRequest) -> Trace:
     """Everything recorded about `request.key` (a key or an SQS message id); raises NotFound if nothing is."""
     machine, failure_dlq, source_dlq, source = stack.require(
-        "StateMachineArn", "FailureDlqUrl", "SourceDlqUrl", "SourceQueueUrl"
+        Output.STATE_MACHINE_ARN, Output.FAILURE_DLQ_URL, Output.SOURCE_DLQ_URL, Output.SOURCE_QUEUE_URL
     )
     candidates, scanned, truncated = _inputs(clients.sfn, machine, request.max_executions, request.key_field)
     key = _key_of(request.key, candidates)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from fire_and_forget.cli.failures import list_failures
 from fire_and_forget.cli.trace import RECORDED_ERROR, visits
 from fire_and_forget.cli.trend_page import page
+from fire_and_forget.runtime.outputs import Output
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
@@ -55,9 +56,9 @@ class TrendReport:
 def collect(clients: Clients, stack: DeployedStack, since: datetime,
             max_executions: int = DEFAULT_MAX_EXECUTIONS) -> TrendReport:
     """Read the window's executions and the failure records that explain them."""
-    machine = stack.output("StateMachineArn")
+    machine = stack.output(Output.STATE_MACHINE_ARN)
     listed, truncated = _executions(clients.sfn, machine, since, max_executions)
-    records = {r.execution_arn: r for r in list_failures(clients.sqs, stack.output("FailureDlqUrl")).records
+    records = {r.execution_arn: r for r in list_failures(clients.sqs, stack.output(Output.FAILURE_DLQ_URL)).records
                if r.execution_arn}
     first = min((e["startDate"] for e in listed), default=since)
     timeline = []

@@ -26,6 +26,7 @@ from fire_and_forget.runtime.healing_policy import (
     attempt_of,
     first_message_id,
 )
+from fire_and_forget.runtime.outputs import Output
 from fire_and_forget.runtime.records import FailureRecord, one_per_execution, parse
 from fire_and_forget.runtime.tail import DUPLICATE_DELIVERY_ERROR, DUPLICATE_ENDS, HANDLED_FAILURE_ERROR
 
@@ -122,7 +123,7 @@ def account(aws: Rehearsal, message_ids: list[str]) -> Ledger:
     executions = aws.executions()
     by_arn: dict[str, Execution] = {execution.arn: execution for execution in executions}
     recorded = _failure_records(aws)
-    source_dlq = aws.messages("SourceDlqUrl")
+    source_dlq = aws.messages(Output.SOURCE_DLQ_URL)
     _follow_copies(fates, [e.input[0] for e in executions if _record_of(e) is not None]
                    + [r.record for r in recorded] + [_as_record(m) for m in source_dlq])
     policy = _policy(aws)
@@ -227,8 +228,8 @@ def _count_announcements(aws: Rehearsal, by_arn: dict[str, Execution], fates: di
     ReconcilerDlqNotEmpty announces it instead. The rehearsal does not evaluate alarms, so it counts it.
     """
     texts = [text for _subject, text in aws.notifications()]
-    texts += [message["Body"] for message in aws.messages("ReconcilerDlqUrl")] if "ReconcilerDlqUrl" in aws.outputs \
-        else []
+    if Output.RECONCILER_DLQ_URL in aws.outputs:
+        texts += [message["Body"] for message in aws.messages(Output.RECONCILER_DLQ_URL)]
     for text in texts:
         for arn in set(_EXECUTION_ARN.findall(text)):
             found = by_arn.get(arn)
@@ -241,7 +242,7 @@ def _count_announcements(aws: Rehearsal, by_arn: dict[str, Execution], fates: di
 def _failure_records(aws: Rehearsal) -> list[FailureRecord]:
     """The failure DLQ's records, those of one execution as one."""
     records = []
-    for message in aws.messages("FailureDlqUrl"):
+    for message in aws.messages(Output.FAILURE_DLQ_URL):
         parsed = parse(message)  # type: ignore[arg-type]
         if isinstance(parsed, FailureRecord):
             records.append(parsed)
@@ -264,7 +265,7 @@ def _as_record(message: dict[str, Any]) -> dict[str, Any]:
 
 def _policy(aws: Rehearsal) -> HealingPolicy | None:
     """The Redriver's policy, from the stack's HealingPolicy output (None for a stack without self-healing)."""
-    text = aws.outputs.get("HealingPolicy")
+    text = aws.outputs.get(Output.HEALING_POLICY)
     return HealingPolicy.from_environment(json.loads(text)) if text else None
 
 

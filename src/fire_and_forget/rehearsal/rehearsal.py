@@ -31,6 +31,7 @@ from fire_and_forget.rehearsal.schedules import Firing, Scheduler, read_schedule
 from fire_and_forget.rehearsal.services import install_service_faults
 from fire_and_forget.rehearsal.sfn_responses import install_stop_dates
 from fire_and_forget.rehearsal.sqs_time import install_sqs_on_the_clock
+from fire_and_forget.runtime.outputs import Output
 
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 # Executions the rehearsal lets run at once (see PipeEmulator.drain): enough for real interleaving, few enough that
@@ -180,7 +181,7 @@ class Rehearsal:
     def send(self, body: str | dict[str, Any], attributes: dict[str, str] | None = None) -> str:
         """A caller fires a message into the source queue and moves on."""
         message = self.sqs.send_message(
-            QueueUrl=self.outputs["SourceQueueUrl"],
+            QueueUrl=self.outputs[Output.SOURCE_QUEUE_URL],
             MessageBody=body if isinstance(body, str) else json.dumps(body),
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in (attributes or {}).items()},
         )
@@ -294,6 +295,24 @@ class Rehearsal:
             history=history,
         )
 
+    def publish_pipe(self) -> None:
+        """What a real deployment has and moto's CloudFormation skips, for ff-ops to read: the pipe in the Pipes API
+        (DescribePipe) and the stack's PipeName and PipeArn outputs. Idempotent. The rehearsal's own pipe emulator
+        (pipe.py) still moves the messages; the published pipe only answers questions about it."""
+        from moto.cloudformation.models import cloudformation_backends
+
+        definition = self.pipe.definition
+        pipes = boto3.client("pipes", region_name=self.region)
+        if any(p["Name"] == definition.name for p in pipes.list_pipes().get("Pipes", [])):
+            return
+        created = pipes.create_pipe(Name=definition.name, Source=definition.source_queue_arn,
+                                    Target=definition.target_arn, RoleArn=f"arn:aws:iam::{ACCOUNT}:role/offline-pipe",
+                                    DesiredState="RUNNING")
+        stack = next(s for s in cloudformation_backends[ACCOUNT][self.region].stacks.values()
+                     if s.name == self.stack.name)
+        stack.output_map._output_json_map.update(
+            {Output.PIPE_NAME: {"Value": definition.name}, Output.PIPE_ARN: {"Value": created["Arn"]}})
+
     def messages(self, output_key: str) -> list[dict[str, Any]]:
         """Every message in a queue, read without consuming it (made visible again at once)."""
         url = self.outputs[output_key]
@@ -314,7 +333,7 @@ class Rehearsal:
         """(subject, message) of everything published to the alerts topic."""
         from moto.sns.models import sns_backends
 
-        topic = sns_backends[ACCOUNT][self.region].topics[self.outputs["AlertsTopicArn"]]
+        topic = sns_backends[ACCOUNT][self.region].topics[self.outputs[Output.ALERTS_TOPIC_ARN]]
         return [(subject, message) for _id, message, subject, _attrs, _group in topic.sent_notifications]
 
     def items(self, table_output_key: str) -> list[dict[str, Any]]:
@@ -379,9 +398,9 @@ class Rehearsal:
         props = self.stack.resolve(resource["Properties"])
         source_arn = props["Source"]
         queue_url = queue_urls[source_arn]
-        self.stack.outputs["PipeName"] = f"{self.stack.name}-{logical_id}-offline"
+        self.stack.outputs[Output.PIPE_NAME] = f"{self.stack.name}-{logical_id}-offline"
         return PipeDefinition(
-            name=self.stack.outputs["PipeName"],
+            name=self.stack.outputs[Output.PIPE_NAME],
             source_queue_url=queue_url,
             source_queue_arn=source_arn,
             target_arn=props["Target"],

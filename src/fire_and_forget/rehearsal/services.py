@@ -22,11 +22,12 @@ from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
 from fire_and_forget.rehearsal.faults import FaultKind, FaultPlan
 from fire_and_forget.rehearsal.sqs_rules import install_sqs_rules
+from fire_and_forget.runtime.outputs import Output
 
 _EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s\"]+:\d+:execution:[^:\s\"]+:[A-Za-z0-9_-]+")
 # DeleteMessage fault targets, by the output that names the queue.
-DELETE_TARGETS = {"FailureDlqUrl": "FailureDlqDelete", "SourceDlqUrl": "SourceDlqDelete"}
-SEND_TARGETS = {"FailureDlqUrl": "FailureDlq", "SourceQueueUrl": "SourceQueue"}
+DELETE_TARGETS = {Output.FAILURE_DLQ_URL: "FailureDlqDelete", Output.SOURCE_DLQ_URL: "SourceDlqDelete"}
+SEND_TARGETS = {Output.FAILURE_DLQ_URL: "FailureDlq", Output.SOURCE_QUEUE_URL: "SourceQueue"}
 # The single-item DynamoDB calls a fault on a table strikes (its target: the output key without "Name", e.g.
 # "SearchIndexTable" for the output SearchIndexTableName), whoever makes them: a handler or a workflow's service task.
 TABLE_OUTPUT_SUFFIX = "TableName"
@@ -51,7 +52,7 @@ def install_service_faults(faults: FaultPlan, outputs: dict[str, str], account: 
     send_targets = {outputs[key].rsplit("/", 1)[1]: target for key, target in SEND_TARGETS.items()}
     delete_targets = {outputs[key].rsplit("/", 1)[1]: target for key, target in DELETE_TARGETS.items()
                       if key in outputs}
-    topic_arn = outputs["AlertsTopicArn"]
+    topic_arn = outputs[Output.ALERTS_TOPIC_ARN]
     strike = _Striker(faults)
 
     def faulty_send_message(self: SQSBackend, queue_name: str, message_body: str, *args: Any, **kwargs: Any) -> Any:
