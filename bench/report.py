@@ -289,5 +289,6 @@ def _ceiling(run: Run) -> str:
         f"so it binds only if that call took longer than {PIPES_CONCURRENCY:,} / "
         f"{QUOTAS[0].start_execution_per_second} = {PIPES_CONCURRENCY / QUOTAS[0].start_execution_per_second:.1f} s.",
         "Above the ceiling orders wait rather than vanish: the pipe deletes a message only after StartExecution",
-        "succeeded, and retries a throttled hand-over within the source queue's visibility timeout (docs/design.md).",
+        "succeeded, and retries a throttled hand-over within the source queue's visibility timeout",
+        '(docs/design.md, "Source queue: sizes, visibility timeout, duplicates").',
     ])

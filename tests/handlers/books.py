@@ -42,10 +42,11 @@ def check_books(run: Run, client: Any, tables: dict[str, str], initial: dict[str
     """Raise AssertionError naming the broken rule, the schedule and the faults.
 
     `claim_outages`, when given (the large bound only), collects instead of failing the one case the design accepts
-    (docs/design.md, "Saga and HandleFailure"): a duplicate delivery of a message that succeeded fails before its
-    delivery claim, and then ClaimFailure cannot be written at all (the claim store down through every retry). With
-    nothing to read, HandleFailure records it anyway, since a duplicate record is recoverable and a lost failure is
-    not: the message is then both succeeded and in the failure DLQ (announced once; a redrive of it is absorbed).
+    (docs/design.md, "The failure tail: ClaimFailure, HandleFailure, NotifyFailure"): a duplicate delivery of a
+    message that succeeded fails before its delivery claim, and then ClaimFailure cannot be written at all (the claim
+    store down through every retry). With nothing to read, HandleFailure records it anyway, since a duplicate record
+    is recoverable and a lost failure is not: the message is then both succeeded and in the failure DLQ (announced
+    once; a redrive of it is absorbed).
     """
     where = f"schedule={run.schedule} faults={run.faults} ends={[(e.attempt.label, e.end) for e in run.executions]}"
     started = [execution for execution in run.executions if execution.started]

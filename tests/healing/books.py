@@ -21,7 +21,8 @@ DUPLICATE_ENDS = {"DuplicateDeliveryIgnored", "DuplicateFailureIgnored"}
 TAIL_STATES = {"ClaimFailure", "HandleFailure", "NotifyFailure"}
 AUTOMATIC_ATTEMPTS = 3  # automatic redrives of one message (ff:healing maxAttempts)
 FIRST_ID, ATTEMPT = "ffFirstMessageId", "ffRedriveAttempt"
-# The two windows the design accepts (docs/design.md, sections 27 and 30).
+# The two windows the design accepts (docs/design.md, "Windows the design accepts" and "The books: every message in
+# exactly one place").
 HANDLE_FAILURE_WINDOW = "two records: the execution was stopped while HandleFailure's send was in flight"
 PUBLISH_WINDOW = "two announcements: the Reconciler died between SNS accepting its publish and the row saying so"
 RECORD_WINDOW = ("two records: the Reconciler died between its SendMessage and the row saying RECORDED (every reader "

@@ -102,8 +102,9 @@ def test_no_physical_names(template: dict[str, Any]) -> None:
     for logical_id, resource in template["Resources"].items():
         for prop in name_props:
             value = resource.get("Properties", {}).get(prop)
-            # The one exception, on purpose: Step Functions asks for /aws/vendedlogs/states/ (docs/design.md), and the
-            # name is derived from the stack name, so two stacks never collide (tests/infra/test_log_groups.py).
+            # The one exception, on purpose: Step Functions asks for /aws/vendedlogs/states/ (docs/design.md,
+            # "Compliance, and what a first deployment needs"), and the name is derived from the stack name, so two
+            # stacks never collide (tests/infra/test_log_groups.py).
             if prop == "LogGroupName" and json.dumps(value).startswith('"/aws/vendedlogs/states/'):
                 continue
             # A mapping or an async-invoke config names the function it belongs to by reference: not a name we chose.

@@ -2,7 +2,7 @@
 
 moto creates an event source mapping whatever the queue's visibility timeout, stores a schedule without
 FlexibleTimeWindow, and lets any role send to an SSE-KMS queue: each rule is therefore checked here, over the
-synthesized template, with the AWS page that states it (docs/design.md, "Self-healing: what AWS enforces").
+synthesized template, with the AWS page that states it (docs/design.md, "Self-healing resources: what AWS enforces").
 """
 
 from __future__ import annotations
@@ -75,12 +75,14 @@ def test_the_failure_events_queue_outlasts_the_reconciler(stack: dict[str, Any])
     visibility = stack["Resources"][queue_id]["Properties"]["VisibilityTimeout"]
     timeout = stack["Resources"][function_id]["Properties"]["Timeout"]
     assert visibility >= timeout
-    assert visibility >= 6 * timeout  # the recommendation the design follows (docs/design.md section 27)
+    # the recommendation the design follows (docs/design.md, "Self-healing resources: what AWS enforces")
+    assert visibility >= 6 * timeout
 
 
 def test_an_event_the_reconciler_has_not_taken_is_alarmed_on_long_before_it_expires(stack: dict[str, Any]) -> None:
     """SQS deletes a message that is never received when its retention ends, without moving it to the DLQ; the alarm
-    on the queue's oldest message fires first, at any threshold the settings accept (docs/design.md, "Self-healing")."""
+    on the queue's oldest message fires first, at any threshold the settings accept (docs/design.md, "Self-healing
+    resources: what AWS enforces")."""
     from fire_and_forget.construct.settings import AlarmConfig
 
     queue_id, queue = one(stack, "AWS::SQS::Queue", "PipelineExecutionEventsFailureEventsQueue")

@@ -69,8 +69,9 @@ def test_source_queue_redrives_to_its_dlq_after_five_receives(template: dict[str
 
 def test_source_queue_sizes_follow_the_pipes_guidance(template: dict[str, Any]) -> None:
     props = one(template, "AWS::SQS::Queue", "PipelineSourceQueue4")[1]["Properties"]
-    # docs/design.md "Source queue": 64 KiB bodies fit the 256 KiB StartExecution input after the pipe's
-    # envelope and JSON escaping; 5 minutes outlasts the pipe's own retries of a throttled StartExecution.
+    # docs/design.md "Source queue: sizes, visibility timeout, duplicates": 64 KiB bodies fit the 256 KiB
+    # StartExecution input after the pipe's envelope and JSON escaping; 5 minutes outlasts the pipe's own retries of a
+    # throttled StartExecution.
     assert props["MaximumMessageSize"] == 65536
     assert props["VisibilityTimeout"] == 300
     # A DLQ must outlive its source queue: SQS keeps the original enqueue time when it moves a message.
@@ -111,7 +112,7 @@ def test_alerts_topic_lets_no_eventbridge_rule_publish(template: dict[str, Any])
 def test_key_lets_delivering_services_use_it_only_for_this_account(template: dict[str, Any], key_id: str) -> None:
     # CloudWatch's request carries aws:SourceAccount; EventBridge's may not, so its statement is bound by the
     # encryption context of this account's queues and narrowed by aws:SourceAccount only where present (docs/design.md,
-    # section 9; tests/permissions/test_key_conditions.py evaluates both readings).
+    # "Encryption and the key policy"; tests/permissions/test_key_conditions.py evaluates both readings).
     policy = template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
     this_account = {"Ref": "AWS::AccountId"}
     by_service = {statement["Principal"]["Service"]: statement["Condition"] for statement in policy

@@ -3,7 +3,8 @@
 @cloud-copilot/iam-simulate drops kms:EncryptionContext:* keys from a request, so the matrix judges each key policy
 without those conditions (Architecture.resource_policy). Here the real statements are evaluated on the resolved
 template for the KMS requests SQS makes when EventBridge delivers to a rule target or its DLQ, under both readings
-of AWS's documentation of aws:SourceAccount / aws:SourceArn in such a request (docs/design.md, section 9): this
+of AWS's documentation of aws:SourceAccount / aws:SourceArn in such a request (docs/design.md, "Encryption and the
+key policy"): this
 account's queues allowed, every other resource denied.
 """
 

@@ -12,13 +12,19 @@ from typer.main import get_command
 from fire_and_forget.cli.app import app
 
 REPO = Path(__file__).resolve().parents[2]
-DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+# docs/ and its decision records (docs/decisions/), which name paths, commands and design.md's sections too.
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 TOP_LEVEL = ("src", "stacks", "lambdas", "demos", "tests", "docs", "statemachines", "scripts", "bench")
 _CODE = re.compile(r"```.*?```|`[^`\n]+`", re.S)
 _FF_OPS = re.compile(r"\bff-ops\b([^\n|;&,()]*)")
 _MAKE = re.compile(r"\bmake[ \t]+([a-z][\w-]*)")
 _PATH = re.compile(r"(?<![\w/.-])((?:" + "|".join(TOP_LEVEL) + r")/[\w./-]*[\w/])")
 _LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def _document_id(document: Path) -> str:
+    """The file name for README.md and docs/*.md; the path under docs/ below it (decisions/README.md)."""
+    return document.name if document.parent in (REPO, REPO / "docs") else document.relative_to(REPO / "docs").as_posix()
 
 
 def _tree() -> dict[str, set[str]]:
@@ -54,7 +60,7 @@ def _invocations(text: str) -> list[tuple[str, list[str]]]:
     return found
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: _document_id(p))
 def test_every_ff_ops_command_and_option_named_exists(document: Path) -> None:
     tree = _tree()
     wrong = []
@@ -78,14 +84,14 @@ def _params(command: str) -> list[object]:
     return list(node.params)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: _document_id(p))
 def test_every_make_target_named_exists(document: Path) -> None:
     targets = set(re.findall(r"^([a-z][\w-]*):", (REPO / "Makefile").read_text(encoding="utf-8"), re.M))
     named = set(_MAKE.findall(_code(document)))
     assert named - targets == set()
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: _document_id(p))
 def test_every_repository_path_named_exists(document: Path) -> None:
     text = document.read_text(encoding="utf-8")
     paths = {p.rstrip(".") for p in _PATH.findall(text)}

@@ -1,5 +1,5 @@
 """The package's parts import in one direction only, the Lambda code imports nothing it is not shipped with, and the
-examples use the package's public API (docs/construct.md, "The package")."""
+examples use the package's public API (docs/construct.md, "Public API"; README.md, "Layout")."""
 
 from __future__ import annotations
 

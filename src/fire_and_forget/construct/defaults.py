@@ -66,7 +66,8 @@ def delivering_key(scope: Construct, construct_id: str, *, description: str, sid
     """A rotating customer-managed key that AWS services may use to deliver on behalf of this account's resources.
 
     An encrypted topic or queue that EventBridge or CloudWatch alarms deliver to needs a customer-managed key whose
-    policy lets the service use it; with the AWS-managed key the deliveries are dropped (docs/design.md). The
+    policy lets the service use it; with the AWS-managed key the deliveries are dropped (docs/design.md, "Encryption
+    and the key policy"). The
     statement requires aws:SourceAccount, as SNS's key management page asks for the services it lists (CloudWatch
     among them); for EventBridge that page says the key is not supported, so it has its own statement (MessagingKey).
     """

@@ -138,7 +138,8 @@ class ExecutionEvents(Construct):
     """Rule on the workflow's status changes, to the failure-events queue the Reconciler consumes.
 
     The rule announces nothing itself: the Reconciler compensates, records and then announces the failure once, with
-    its final state (docs/design.md, "Self-healing"). `.failure_events_queue`, `.reconciler_dlq`, `.target_dlq`.
+    its final state (docs/design.md, "The status-change rule and "announced exactly once"" and "Who announces").
+    `.failure_events_queue`, `.reconciler_dlq`, `.target_dlq`.
     """
 
     def __init__(

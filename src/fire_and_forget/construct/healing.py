@@ -1,5 +1,6 @@
 """Self-healing: the Reconciler (failure-events queue + a scheduled sweep) and the Redriver (a scheduled automatic
-redrive of transient failures), with their DLQs. docs/design.md, "Self-healing", says why this shape."""
+redrive of transient failures), with their DLQs. docs/design.md, "Self-healing resources: what AWS enforces", says
+why this shape, and "The healing functions (`fire_and_forget.healing`)" what the two functions do."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def failure_events_queue(scope: Construct, *, key: kms.IKey, settings: PipelineS
     reconciler_dlq = dead_letter_queue(scope, "ReconcilerDlq", key=key, settings=settings)
     # Holds events not reconciled yet: kept on update and delete like every queue (encrypted_queue's removal policy),
     # as large as a dead-letter queue. Its retention is shorter than the ReconcilerDlq's, which an event reaches with
-    # its original enqueue time: why 4 days, docs/design.md, "Self-healing".
+    # its original enqueue time: why 4 days, docs/design.md, "Self-healing resources: what AWS enforces".
     queue = encrypted_queue(
         scope,
         "FailureEventsQueue",

@@ -172,7 +172,8 @@ class Monitoring(Construct):
 
     def _alert_path_alarms(self, alerts_topic: sns.ITopic, alert_path_topic: sns.ITopic, period: Duration) -> None:
         """The alarms about the alerting itself also notify the AlertPathTopic; the AlertPathTopic's own failures
-        notify the alerts topic. So an outage of either topic is told on the other (docs/design.md)."""
+        notify the alerts topic. So an outage of either topic is told on the other (docs/design.md, "When the alerts
+        topic itself is down")."""
         self._alarm("AlertsTopicNotificationsFailed",
                     alerts_topic.metric_number_of_notifications_failed(statistic=cw.Stats.SUM, period=period), 1,
                     "SNS could not deliver alerts to a subscription of the alerts topic.",

@@ -19,9 +19,10 @@ LOG_RETENTION_DAYS = (
 
 # SQS keeps a message at most 14 days; Step Functions redrives executions up to 14 days old.
 MAX_RETENTION_DAYS = 14
-# What the two queues that feed a DLQ keep a message: the source queue (docs/design.md, "Source queue") and the
-# failure-events queue ("Self-healing"). SQS moves a message to its DLQ with its original enqueue timestamp, so every
-# DLQ must keep a message longer than its source: dlqRetentionDays starts above both.
+# What the two queues that feed a DLQ keep a message: the source queue (docs/design.md, "Source queue: sizes,
+# visibility timeout, duplicates") and the failure-events queue ("Self-healing resources: what AWS enforces"). SQS
+# moves a message to its DLQ with its original enqueue timestamp, so every DLQ must keep a message longer than its
+# source: dlqRetentionDays starts above both (docs/decisions/0014-every-dlq-outlives-its-source.md).
 SOURCE_QUEUE_RETENTION_DAYS = 4
 FAILURE_EVENTS_RETENTION_DAYS = 4
 MIN_DLQ_RETENTION_DAYS = max(SOURCE_QUEUE_RETENTION_DAYS, FAILURE_EVENTS_RETENTION_DAYS) + 1
@@ -59,7 +60,8 @@ class AlarmConfig(_Model):
 
 
 class HealingConfig(_Model):
-    """Self-healing: the automatic redrive of transient failures and the reconciler's sweep (docs/design.md).
+    """Self-healing: the automatic redrive of transient failures and the reconciler's sweep (docs/design.md, "The
+    healing policy", "The Redriver: automatic redrive", "The sweep").
 
     A transient failure goes back to the source queue after `coolOffMinutes * 2**attempt` (capped at
     `maxCoolOffMinutes`, with equal jitter: between half and all of it), at most `maxAttempts` times (0: never).

@@ -10,7 +10,7 @@ from constructs import Construct
 from fire_and_forget.construct.defaults import dead_letter_queue, encrypted_queue
 from fire_and_forget.construct.settings import SOURCE_QUEUE_RETENTION_DAYS, PipelineSettings
 
-# Why these numbers: docs/design.md, "Source queue".
+# Why these numbers: docs/design.md, "Source queue: sizes, visibility timeout, duplicates".
 VISIBILITY_TIMEOUT = Duration.minutes(5)
 MAX_MESSAGE_SIZE_BYTES = 64 * 1024
 

@@ -10,9 +10,8 @@ read but not redriven are made visible again (fire_and_forget/runtime/dlq.py).
 
 The automatic redrive (fire_and_forget/healing/auto_redrive.py) runs this same code inside the Redriver function: it
 chooses the due records with `RedriveRequest.choose` and adds the attempt count with `RedriveRequest.extra_attributes`.
-The modules it needs (this one, fire_and_forget/runtime/dlq.py, fire_and_forget/runtime/records.py,
-fire_and_forget/cli/errors.py) import only botocore and the standard library, and are copied into the function's asset
-(fire_and_forget/construct/code.py).
+Like every module of the runtime, it imports only botocore and the standard library besides the runtime, which is
+copied whole into the function's asset (fire_and_forget/construct/code.py).
 """
 
 from __future__ import annotations
