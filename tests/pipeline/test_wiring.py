@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_pipes as pipes
 
@@ -167,16 +168,16 @@ def test_a_body_filter_set_on_the_pipe_fails_synth(tmp_path: Path) -> None:
     assert "Remove the filter and let the workflow decide" in message
 
 
+def _second_workflow(scope: cdk.Stack, definition_file: Path) -> Workflow:
+    return Workflow(title="Second", definition_file=definition_file,
+                    functions={TASK: minimal.function(scope, "Second")}, claims_delivery=TASK)
+
+
 def test_a_second_pipeline_in_the_same_stack_is_refused(tmp_path: Path) -> None:
     scope = minimal.stack()
     definition_file = minimal.write(tmp_path, minimal.valid_definition())
     minimal.pipeline(scope, definition_file)
-    second = Workflow(
-        title="Second",
-        definition_file=definition_file,
-        functions={TASK: minimal.function(scope, "Second")},
-        claims_delivery=TASK,
-    )
+    second = _second_workflow(scope, definition_file)
     with pytest.raises(WiringError) as raised:
         FireAndForgetPipeline(scope, "Second", **minimal.props(second, name="second"))
     assert (
@@ -190,12 +191,7 @@ def test_a_second_pipeline_without_outputs_shares_the_stack(tmp_path: Path) -> N
     scope = minimal.stack()
     definition_file = minimal.write(tmp_path, minimal.valid_definition())
     minimal.pipeline(scope, definition_file)
-    second = Workflow(
-        title="Second",
-        definition_file=definition_file,
-        functions={TASK: minimal.function(scope, "Second")},
-        claims_delivery=TASK,
-    )
+    second = _second_workflow(scope, definition_file)
     FireAndForgetPipeline(scope, "Second", **minimal.props(second, name="second", emit_outputs=False))
     template = scope.node.root.synth().get_stack_by_name("Minimal").template  # type: ignore[attr-defined]
     machines = [r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
