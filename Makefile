@@ -52,7 +52,7 @@ $(TOOLS)/uv/bin/uv: | $(TOOLS)/python
 	@[ "$(UV)" != "$(TOOLS)/uv/bin/uv" ] || $(MAKE) --no-print-directory $(TOOLS)/uv/bin/uv
 	$(UV) sync --frozen --python "$$(cat $(TOOLS)/python)"
 	@# Build the Lambda layer once: uv's cache then holds its arm64 wheels, so later synths work offline.
-	@rm -rf $(TOOLS)/layer && .venv/bin/python -m fire_and_forget.construct.dependencies_layer $(TOOLS)/layer >/dev/null
+	@rm -rf $(TOOLS)/layer && .venv/bin/python -m fire_and_forget.construct layer $(TOOLS)/layer >/dev/null
 	@touch $@
 
 # Node $(NODE_MIN_MAJOR)+ is required (package.json engines); an older machine Node gets the official binary locally.

@@ -183,18 +183,3 @@ def _summary(requirements: str) -> str:
     """The direct dependencies' pins, for the layer's description (at most 256 characters in AWS)."""
     wanted = ("aws-lambda-powertools==", "pydantic==", "boto3==")
     return ", ".join(line for line in requirements.splitlines() if line.startswith(wanted))
-
-
-if __name__ == "__main__":
-    # `python -m fire_and_forget.construct.dependencies_layer DIR`: build once (make install does it, filling uv's
-    # cache); `... --export PROJECT` writes the shipped pins from PROJECT's uv.lock instead.
-    from fire_and_forget.construct.code import RUNTIME
-
-    if sys.argv[1] == "--export":
-        SHIPPED_REQUIREMENTS.write_text(locked_requirements(Path(sys.argv[2])), encoding="utf-8")
-        print(f"wrote {SHIPPED_REQUIREMENTS}")
-    else:
-        target = Path(sys.argv[1])
-        target.mkdir(parents=True, exist_ok=True)
-        build_layer(target, shipped_requirements(), RUNTIME)
-        print(f"Lambda layer built in {target}")
