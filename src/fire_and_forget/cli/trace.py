@@ -22,7 +22,7 @@ from fire_and_forget.cli.failures import list_failures
 from fire_and_forget.runtime.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from fire_and_forget.runtime.outputs import Output
 from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD, FailureRecord, message_key
-from fire_and_forget.runtime.tail import DUPLICATE_ENDS, HANDLED_FAILURE_ERROR
+from fire_and_forget.runtime.tail import DUPLICATE_ENDS, HANDLED_FAILURE_ERROR, TailState
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_EXECUTIONS = 500
 # The stack output naming the workflow's compensation states (comma-separated; absent when it has none).
 COMPENSATIONS_OUTPUT = Output.COMPENSATION_STATES
-ALERT_STATE = "NotifyFailure"
+ALERT_STATE = TailState.NOTIFY_FAILURE
 # The error an execution ends with once HandleFailure put the message in the failure DLQ
 # (fire_and_forget/cli/executions.py).
 RECORDED_ERROR = HANDLED_FAILURE_ERROR
