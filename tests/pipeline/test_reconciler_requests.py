@@ -127,6 +127,24 @@ def test_the_settled_marks_are_read_a_hundred_keys_at_a_time(stubbed: tuple[Reco
     assert list(reconciler.sweep(NOW, LOOKBACK, LONGEST)) == [arn(name) for name in names[100:]]
 
 
+def test_an_answer_without_the_table_or_any_response_finds_nothing_settled(
+        stubbed: tuple[Reconciler, Stubber, Stubber]) -> None:
+    reconciler, sfn, dynamodb = stubbed
+    expect_page(sfn, "ABORTED", [listed("a1", "ABORTED", started=NOW, stopped=NOW),
+                                 listed("a2", "ABORTED", started=NOW, stopped=NOW)])
+    expect_page(sfn, "FAILED", [])
+    expect_page(sfn, "TIMED_OUT", [])
+    keys = sorted([f"settled#{arn('a1')}#0", f"settled#{arn('a2')}#0"])
+    request = {TABLE: {"Keys": [{"messageId": {"S": k}} for k in keys], "ProjectionExpression": "messageId",
+                       "ConsistentRead": True}}
+    unprocessed = {TABLE: {"Keys": [{"messageId": {"S": keys[1]}}], "ProjectionExpression": "messageId",
+                           "ConsistentRead": True}}
+    dynamodb.add_response("batch_get_item", {"Responses": {}, "UnprocessedKeys": unprocessed},
+                          {"RequestItems": request})
+    dynamodb.add_response("batch_get_item", {}, {"RequestItems": unprocessed})
+    assert list(reconciler.sweep(NOW, LOOKBACK, LONGEST)) == [arn("a1"), arn("a2")]
+
+
 def test_an_empty_window_reads_no_settled_marks(stubbed: tuple[Reconciler, Stubber, Stubber]) -> None:
     reconciler, sfn, _dynamodb = stubbed
     for status in ("ABORTED", "FAILED", "TIMED_OUT"):

@@ -167,6 +167,15 @@ def test_the_state_of_a_task_is_found_back_through_the_events_between() -> None:
     assert [task.state for task in History.from_events(history).in_flight] == ["ArrangeShipping"]
 
 
+def test_events_missing_their_details_are_read_without_failing() -> None:
+    """A state event without its details names no state ("None"), a task event without a timestamp is refused."""
+    history = [_event(1, "ExecutionStarted", 0), {"id": 2, "previousEventId": 1, "type": "TaskStateEntered"},
+               _event(3, "TaskScheduled", 2), {"id": 4, "previousEventId": 3, "type": "TaskStateExited"},
+               {"id": 5, "previousEventId": 4}]
+    read = History.from_events(history)
+    assert (read.entered, read.exited, read.in_flight) == (("None",), frozenset({"None"}), (InFlight("None", NOW),))
+
+
 def test_the_history_settles_when_the_last_invocation_in_flight_has_certainly_ended() -> None:
     first, second = NOW, NOW + timedelta(seconds=5)
     history = History(("A", "B"), frozenset(), None, (InFlight("A", first), InFlight("B", second)))

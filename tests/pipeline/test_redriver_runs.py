@@ -125,6 +125,16 @@ def test_one_run_counts_every_disposition_and_sends_back_only_what_is_due(aws: d
     assert left == set(ids.values()) - {ids["due"]}
 
 
+def test_the_key_of_each_outcome_is_read_from_the_stacks_key_field(aws: dict[str, Any]) -> None:
+    report = redrive_due(aws["sqs"], dlq_url=aws["dlq"], source_url=aws["source"], policy=POLICY, now=NOW,
+                         key_field="sku")
+    assert report.redrive is not None and report.redrive.key_field == "sku"
+    assert {o.key for o in report.redrive.outcomes} == {None}  # the bodies have no "sku"
+    keyed = redrive_due(aws["sqs"], dlq_url=aws["dlq"], source_url=aws["source"], policy=POLICY,
+                        now=NOW + timedelta(hours=1), key_field="orderId")
+    assert keyed.redrive is not None and {o.key for o in keyed.redrive.outcomes} >= {"later", "broken"}
+
+
 def test_with_no_period_a_record_is_overdue_from_its_due_time(aws: dict[str, Any]) -> None:
     report = redrive_due(aws["sqs"], dlq_url=aws["dlq"], source_url=aws["source"], policy=POLICY, now=NOW,
                          key_field="orderId")
