@@ -80,7 +80,48 @@ def measured_against(stats: dict[str, object]) -> dict[str, str]:
     return described
 
 
-def table(by_module: dict[str, Counter[str]], tests: dict[str, str] | None = None) -> str:
+def previous_rows(document: str) -> dict[str, tuple[Counter[str], str]]:
+    """The rows of the table `document`'s mutation section holds: module -> (counts, tests measured against).
+
+    Reads this layout and the one before it (module, mutants, killed, survived, no tests, not run, score)."""
+    start, end = document.find(BEGIN), document.find(END)
+    rows: dict[str, tuple[Counter[str], str]] = {}
+    for line in document[start:end].splitlines() if start != -1 and end != -1 else []:
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) < 7 or not cells[1].isdigit() or cells[0].startswith("**"):
+            continue
+        module = cells[0].rstrip(" †")
+        if len(cells) >= 10:  # module, mutants, killed, survived, explained, no tests, not run, %, %, tests
+            mutants, killed, survived, explained, no_tests, not_run = (int(c) for c in cells[1:7])
+            tests = cells[9]
+        else:
+            mutants, killed, survived, no_tests, not_run = (int(c) for c in cells[1:6])
+            explained, tests = 0, ""
+        counts = Counter({"killed": killed, "survived": survived, "explained": explained, "no tests": no_tests,
+                          "not checked": not_run})
+        counts["other"] = mutants - sum(counts.values())
+        rows[module] = (+counts, tests)
+    return rows
+
+
+Rows = dict[str, Counter[str]]
+
+
+def carry_over(by_module: Rows, tests: dict[str, str],
+               previous: dict[str, tuple[Counter[str], str]]) -> tuple[Rows, dict[str, str], set[str]]:
+    """A module this run did not run (every mutant "not checked") keeps its previous row; returns the modules kept."""
+    kept = set()
+    merged, merged_tests = dict(by_module), dict(tests)
+    for module, (counts, measured) in previous.items():
+        current = by_module.get(module)
+        if current is None or current["not checked"] == sum(current.values()):
+            merged[module], merged_tests[module] = counts, measured
+            kept.add(module)
+    return merged, merged_tests, kept
+
+
+def table(by_module: dict[str, Counter[str]], tests: dict[str, str] | None = None,
+          carried: set[str] = frozenset()) -> str:  # type: ignore[assignment]
     rows = [
         "| module | mutants | killed | survived | explained | no tests | not run | killed % | killed or explained %"
         " | tests measured against |",
@@ -90,7 +131,7 @@ def table(by_module: dict[str, Counter[str]], tests: dict[str, str] | None = Non
     for module in sorted(by_module):
         counts = by_module[module]
         total.update(counts)
-        rows.append(_row(module, counts, (tests or {}).get(module, "")))
+        rows.append(_row(f"{module} †" if module in carried else module, counts, (tests or {}).get(module, "")))
     rows.append(_row("**all**", total, ""))
     return "\n".join(rows)
 
@@ -112,8 +153,10 @@ def _row(module: str, counts: Counter[str], tests: str) -> str:
 
 
 def section(by_module: dict[str, Counter[str]], seconds: int | None = None, tests: dict[str, str] | None = None,
-            note: str = "") -> str:
+            note: str = "", carried: set[str] = frozenset()) -> str:  # type: ignore[assignment]
     took = f" The run took {seconds // 60} min {seconds % 60} s." if seconds is not None else ""
+    if carried:
+        took += " † not run this time: the row of the module's previous run."
     return "\n".join(
         [
             BEGIN,
@@ -124,7 +167,7 @@ def section(by_module: dict[str, Counter[str]], seconds: int | None = None, test
             " them. A survivor that cannot change behaviour is explained in docs/testing.md (\"Equivalent mutants\")"
             f" and counted apart.{took}{(' ' + note) if note else ''}",
             "",
-            table(by_module, tests),
+            table(by_module, tests, carried),
             END,
         ]
     )
@@ -158,9 +201,10 @@ def main(argv: list[str]) -> int:
     explained = equivalents(args.equivalents.read_text(encoding="utf-8")) if args.equivalents.exists() else set()
     tests = measured_against(json.loads(args.stats.read_text(encoding="utf-8"))) if args.stats.exists() else {}
     by_module = scores(args.results.read_text(encoding="utf-8").splitlines(), explained)
-    print(table(by_module, tests))
     document = args.out.read_text(encoding="utf-8")
-    args.out.write_text(with_section(document, section(by_module, args.seconds, tests, args.note)), "utf-8")
+    by_module, tests, carried = carry_over(by_module, tests, previous_rows(document))
+    print(table(by_module, tests, carried))
+    args.out.write_text(with_section(document, section(by_module, args.seconds, tests, args.note, carried)), "utf-8")
     return 0
 
 
