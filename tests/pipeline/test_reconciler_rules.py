@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -244,6 +245,33 @@ def test_an_execution_stopped_before_its_first_state_is_recorded_as_such(aws: di
     assert stored["body"]["compensation"] == {"required": False, "reconciled": []}
     assert stored["attributes"]["failedState"]["StringValue"] == "?"
     assert result.compensated == [] and aws["compensations"].calls == []
+
+
+def test_a_record_of_an_execution_without_a_stop_date_is_dated_now_in_utc_whatever_the_machines_zone(
+        aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    arn = aws["sfn"].add("u1", "ABORTED", ["ReserveInventory"])
+    del aws["sfn"].executions[arn]["stopDate"]
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        before = datetime.now(UTC).replace(microsecond=0)
+        aws["reconciler"].reconcile(arn, via="event", now=NOW)
+        after = datetime.now(UTC)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    ((stored,),) = [records(aws)]
+    assert before <= datetime.fromisoformat(stored["body"]["failedAt"]) <= after
+
+
+def test_a_tail_description_missing_its_error_and_state_is_recorded_with_question_marks(aws: dict[str, Any]) -> None:
+    arn = aws["sfn"].add("q1", "FAILED", ["ChargePayment", "ClaimFailure", "HandleFailure"], error="SQS.Throttled",
+                         tail_input={"failure": {"cause": "partial"}}, exited=("ChargePayment", "ClaimFailure"))
+    aws["reconciler"].reconcile(arn, via="event", now=NOW)
+    ((stored,),) = [records(aws)]
+    assert stored["attributes"] == {"error": {"StringValue": "?", "DataType": "String"},
+                                    "failedState": {"StringValue": "?", "DataType": "String"}}
+    assert stored["body"]["failure"] == {"cause": "partial"}
 
 
 def test_the_tails_description_is_kept_and_its_manual_repair_flag_read_as_the_json_true(aws: dict[str, Any]) -> None:
