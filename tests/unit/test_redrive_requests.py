@@ -185,6 +185,18 @@ def test_the_quota_counts_what_went_back_not_what_was_refused(sqs: Stubber) -> N
         ("d-1", Action.REFUSED_MANUAL_REPAIR), ("d-2", Action.REDRIVEN), ("d-3", Action.REDRIVEN)]
 
 
+def test_a_message_sent_back_counts_against_the_quota_even_when_its_delete_failed(sqs: Stubber) -> None:
+    """`--max N` redrives at most N executions: one whose send took effect was redriven (it runs again), whether or not
+    its record could then be deleted; the next one stays in the DLQ."""
+    expect_receive(sqs, [received("d-1", failure("o-1")), received("d-2", failure("o-2"))])
+    expect_send(sqs, json.dumps({"orderId": "o-1"}), "new-1")
+    sqs.add_client_error("delete_message", "InternalError", "later",
+                         expected_params={"QueueUrl": DLQ, "ReceiptHandle": "rh-d-1"})
+    expect_release(sqs, "rh-d-1", "rh-d-2")
+    report = run(sqs, RedriveRequest(selection=Selection(), max_messages=1))
+    assert [(o.message_id, o.action) for o in report.outcomes] == [("d-1", Action.SENT_NOT_DELETED)]
+
+
 def test_a_quota_of_one_in_a_dry_run_stops_after_one(sqs: Stubber) -> None:
     expect_receive(sqs, [received("d-1", failure("o-1")), received("d-2", failure("o-2"))])
     expect_release(sqs, "rh-d-1", "rh-d-2")
