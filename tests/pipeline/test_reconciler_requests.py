@@ -184,7 +184,8 @@ def test_a_settled_mark_that_cannot_be_written_changes_nothing(stubbed: tuple[Re
 def test_an_execution_that_has_not_failed_is_neither_reconciled_nor_marked(
         stubbed: tuple[Reconciler, Stubber, Stubber], extra: dict[str, Any]) -> None:
     reconciler, sfn, _dynamodb = stubbed
-    status = extra.pop("status")
-    sfn.add_response("describe_execution", described("r1", status, **extra), {"executionArn": arn("r1")})
+    status = extra["status"]
+    others = {name: value for name, value in extra.items() if name != "status"}
+    sfn.add_response("describe_execution", described("r1", status, **others), {"executionArn": arn("r1")})
     result = reconciler.reconcile(arn("r1"), via="event", now=NOW)
     assert (result.verdict, result.status, result.message_id) == (Verdict.NOT_FAILED, status, None)
