@@ -139,9 +139,11 @@ explore-healing: install ## the healing explorer at its wide bound: every fault 
 	$(RUN) pytest -p no:xdist -q -s tests/healing/explore_wide.py
 
 .PHONY: mutation
-mutation: install ## mutation testing (mutmut) of the saga's core modules against tests/unit and tests/handlers; slow, not in make test
+# MUTANTS narrows a run to some modules' mutants, e.g. MUTANTS='fire_and_forget.healing.reconciliation*'.
+MUTANTS ?=
+mutation: install ## mutation testing (mutmut) of the saga's core and the self-healing core against their fast tests; slow, not in make test
 	rm -rf mutants
-	start=$$(date +%s); nice -n 10 $(RUN) python tests/support/mutmut_lambdas.py run --max-children 1 && \
+	start=$$(date +%s); nice -n 10 $(RUN) python tests/support/mutmut_lambdas.py run $(MUTANTS) --max-children 1 && \
 	  echo $$(( $$(date +%s) - start )) > mutation-seconds.txt
 	$(RUN) python tests/support/mutmut_lambdas.py results --all true > mutation-results.txt || true
 	$(RUN) python tests/support/mutation_table.py mutation-results.txt --seconds $$(cat mutation-seconds.txt)

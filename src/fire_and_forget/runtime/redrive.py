@@ -54,6 +54,9 @@ class Action(StrEnum):
 
 
 LEFT_BEHIND = {Action.REFUSED_MANUAL_REPAIR, Action.UNRECOGNIZED, Action.SEND_FAILED, Action.SENT_NOT_DELETED}
+# What counts against --max: an execution sent back (or, in a dry run, that would be), whether or not its record could
+# then be deleted: it runs again either way.
+SENT_BACK = {Action.REDRIVEN, Action.SENT_NOT_DELETED, Action.WOULD_REDRIVE}
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ def redrive_failures(sqs: SQSClient, dlq_url: str, source_url: str, request: Red
             for outcome in outcomes:
                 if progress is not None:
                     progress(outcome)
-            if quota is not None and outcomes and outcomes[0].action in (Action.REDRIVEN, Action.WOULD_REDRIVE):
+            if quota is not None and outcomes and outcomes[0].action in SENT_BACK:
                 quota -= 1
     return report
 
