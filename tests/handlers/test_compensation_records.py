@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,14 +25,22 @@ MESSAGE_ID = RECORD["messageId"]
 
 @pytest.fixture
 def logs() -> Iterator[io.StringIO]:
-    """What the Powertools Logger writes (its handler keeps the stream it started with, so capsys cannot see it)."""
-    handler: Any = logger.registered_handler
-    # Swapped, not setStream(): that flushes the old stream, which a previous in-process pytest session (mutmut's)
-    # may have closed.
-    stream, previous = io.StringIO(), handler.stream
-    handler.stream = stream
+    """What the Powertools Logger writes, in its own format: a handler of the test's own on the logger underneath
+    (capsys cannot see Powertools' handler, which keeps the stream it started with), at INFO whatever level and
+    handlers other tests in this process left on it (the healing functions' Logger is the same logging.Logger when
+    no service name is set)."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logger.registered_formatter)
+    underlying = logging.getLogger(logger.name)
+    level, disabled = underlying.level, underlying.disabled
+    underlying.addHandler(handler)
+    underlying.setLevel(logging.INFO)
+    underlying.disabled = False
     yield stream
-    handler.stream = previous
+    underlying.removeHandler(handler)
+    underlying.setLevel(level)
+    underlying.disabled = disabled
 
 
 def logged(logs: io.StringIO, message: str) -> dict[str, Any]:
