@@ -5,6 +5,7 @@ execution, the alert's content, and a publish that failed while its release fail
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -149,6 +150,19 @@ def test_the_alert_says_what_the_record_is_and_how_to_resend_it(aws: dict[str, A
     assert context == {"pipeline": "orders", "environment": "prod", "status": "FAILED",
                        "failedState": "ChargePayment", "error": "TransientError", "manualRepair": "true",
                        "disposition": "cannot-redrive", "executionArn": ARN, "failedAt": "2026-12-01T11:30:45Z"}
+
+
+def test_the_failure_time_is_announced_in_utc_whatever_the_machines_zone(aws: dict[str, Any],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        aws["announcer"].announce(record(), FOUND, NOW)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    context = json.loads(json.loads(aws["published"][0]["Message"])["default"])["metadata"]["additionalContext"]
+    assert context["failedAt"] == "2026-12-01T11:30:45Z"
 
 
 def test_the_reconcilers_record_is_announced_with_how_its_execution_ended(aws: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ import fire_and_forget.healing.reconciler as entry
 from fire_and_forget.healing.reconciliation import IN_FLIGHT_MARGIN, Reconciler, ReconcilerSettings
 from fire_and_forget.healing.telemetry import RECONCILED, RECONCILED_MANUAL_REPAIR, logger, metrics
 from fire_and_forget.runtime.healing_policy import HealingPolicy
-from tests.pipeline.reconciler_account import FUNCTION_TIMEOUT, MACHINE, NOW
+from tests.pipeline.reconciler_account import FUNCTION_TIMEOUT, MACHINE, NOW, drain
 
 
 @pytest.fixture
@@ -121,6 +121,36 @@ def test_a_record_that_is_not_a_status_change_is_dropped_and_logged_whole(
     assert logged.body == body and logged.levelno == logging.ERROR
 
 
+def test_a_dropped_record_does_not_stop_the_batch(aws: dict[str, Any]) -> None:
+    arn = aws["sfn"].add("q11", "ABORTED", ["ReserveInventory"])
+    assert entry.from_queue(queue_event("not json", status_change(arn))) == {"batchItemFailures": []}
+    assert counted() == {RECONCILED: [1.0]}
+
+
+def test_each_reconcile_is_logged_with_what_it_found_and_did(aws: dict[str, Any], lines: Lines) -> None:
+    aws["compensations"].fail["fn-ReleaseInventory"] = "ReleaseRefused"
+    arn = aws["sfn"].add("q12", "ABORTED", ["ReserveInventory"])
+    entry.from_queue(queue_event(status_change(arn)))
+    (logged,) = lines.said("reconcile")
+    assert logged.levelno == logging.INFO
+    assert {name: getattr(logged, name) for name in ("verdict", "executionArn", "messageId", "status", "recorded",
+                                                     "announced", "manualRepair")} == {
+        "verdict": "reconciled", "executionArn": arn, "messageId": "msg-q12", "status": "ABORTED", "recorded": True,
+        "announced": True, "manualRepair": True}
+    assert logged.compensated == [{"state": "ReleaseInventory", "status": "FAILED", "error": "ReleaseRefused",
+                                   "cause": "refused"}]
+
+
+def test_the_record_says_whether_the_event_or_the_sweep_reconciled_it(aws: dict[str, Any]) -> None:
+    by_event = aws["sfn"].add("v1", "ABORTED", ["ReserveInventory"], stopped=NOW)
+    entry.from_queue(queue_event(status_change(by_event)))
+    aws["sfn"].add("v2", "ABORTED", ["ReserveInventory"], stopped=NOW)
+    entry.sweep({"time": "2026-12-01T12:00:00Z"})
+    via = {record["executionArn"].rsplit(":", 1)[1]: record["reconciliation"]["via"]
+           for record in drain(aws["sqs"], aws["dlq"])}
+    assert via == {"v1": "event", "v2": "sweep"}
+
+
 def test_a_record_without_a_body_is_dropped(aws: dict[str, Any]) -> None:
     assert entry.from_queue({"Records": [{"messageId": "q-0"}]}) == {"batchItemFailures": []}
     assert entry.from_queue({}) == {"batchItemFailures": []}
@@ -178,19 +208,20 @@ def test_the_sweep_reconciles_what_stopped_in_its_window_and_says_how_many(aws: 
     for name, stopped in (("s1", NOW - timedelta(minutes=30)), ("s2", NOW - timedelta(minutes=359)),
                           ("s3", NOW - timedelta(minutes=361))):
         aws["sfn"].add(name, "ABORTED", ["ReserveInventory"], stopped=stopped)
-    waiting = aws["sfn"].add("s4", "TIMED_OUT", [], stopped=NOW)
-    aws["sfn"].histories[waiting] = [
-        {"id": 1, "previousEventId": 0, "type": "ExecutionStarted", "timestamp": NOW},
-        {"id": 2, "previousEventId": 1, "type": "TaskStateEntered", "timestamp": NOW,
-         "stateEnteredEventDetails": {"name": "ReserveInventory"}},
-        {"id": 3, "previousEventId": 2, "type": "TaskStarted", "timestamp": NOW}]
-    assert entry.sweep({"time": "2026-12-01T12:00:00Z"}) == {"swept": 3, "notSettledYet": 1}
+    for name in ("s4", "s6"):
+        waiting = aws["sfn"].add(name, "TIMED_OUT", [], stopped=NOW)
+        aws["sfn"].histories[waiting] = [
+            {"id": 1, "previousEventId": 0, "type": "ExecutionStarted", "timestamp": NOW},
+            {"id": 2, "previousEventId": 1, "type": "TaskStateEntered", "timestamp": NOW,
+             "stateEnteredEventDetails": {"name": "ReserveInventory"}},
+            {"id": 3, "previousEventId": 2, "type": "TaskStarted", "timestamp": NOW}]
+    assert entry.sweep({"time": "2026-12-01T12:00:00Z"}) == {"swept": 4, "notSettledYet": 2}
     assert counted() == {RECONCILED: [1.0, 1.0]}
     # The window follows the environment
     aws["sfn"].add("s5", "ABORTED", ["ReserveInventory"], stopped=NOW - timedelta(minutes=20))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SWEEP_LOOKBACK_MINUTES", "10")
-        assert entry.sweep({"time": "2026-12-01T12:00:00Z"}) == {"swept": 1, "notSettledYet": 1}
+        assert entry.sweep({"time": "2026-12-01T12:00:00Z"}) == {"swept": 2, "notSettledYet": 2}
 
 
 def test_a_sweep_that_could_not_reconcile_some_raises_naming_them_after_doing_the_rest(

@@ -12,6 +12,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 from moto import mock_aws
 
 from fire_and_forget.healing import redriver
@@ -147,6 +148,27 @@ def test_before_anything_is_due_nothing_is_late_or_sent(aws: dict[str, Any]) -> 
     assert (report.due, report.redriven, report.overdue, report.late) == (0, 0, 0, [])
     assert report.waiting == 3 and report.dispositions[Disposition.RETRY] == 3
     assert messages(aws["sqs"], aws["source"]) == []
+
+
+def test_the_redriver_reads_without_waiting_and_sends_back_with_its_two_attributes() -> None:
+    """Request by request (botocore's Stubber): a run reads the DLQ with short polling (every run ends as soon as the
+    queue is read), holding what it read for the default 30 s."""
+    client = boto3.client("sqs", region_name="us-east-1")
+    dlq, source = "https://sqs.us-east-1.amazonaws.com/1/dlq", "https://sqs.us-east-1.amazonaws.com/1/source"
+    read = {"QueueUrl": dlq, "MaxNumberOfMessages": 10, "VisibilityTimeout": 30, "WaitTimeSeconds": 0,
+            "MessageSystemAttributeNames": ["All"], "MessageAttributeNames": ["All"]}
+    with Stubber(client) as sqs:
+        sqs.add_response("receive_message", {"Messages": [{"MessageId": "d-1", "ReceiptHandle": "rh-1",
+                                                           "Body": RECORDS["due"]}]}, read)
+        sqs.add_response("receive_message", {}, read)
+        sqs.add_response("send_message", {"MessageId": "new-1"}, {
+            "QueueUrl": source, "MessageBody": json.dumps({"orderId": "due"}), "MessageAttributes": {
+                ATTEMPT_ATTRIBUTE: {"DataType": "Number", "StringValue": "2"},
+                FIRST_MESSAGE_ATTRIBUTE: {"DataType": "String", "StringValue": "first-due"}}})
+        sqs.add_response("delete_message", {}, {"QueueUrl": dlq, "ReceiptHandle": "rh-1"})
+        report = redrive_due(client, dlq_url=dlq, source_url=source, policy=POLICY, now=NOW, key_field="orderId")
+        sqs.assert_no_pending_responses()
+    assert report.redriven == 1
 
 
 def test_an_empty_report_counts_nothing() -> None:

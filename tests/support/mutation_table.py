@@ -75,7 +75,7 @@ def measured_against(stats: dict[str, object]) -> dict[str, str]:
             folder, _, name = path.rpartition("/")
             by_folder[folder].append(name.removesuffix(".py"))
         described[module] = "; ".join(
-            f"{folder}: {', '.join(names)}" if len(names) <= 6 else f"{folder}: {len(names)} files"
+            f"{folder}: {', '.join(names)}" if len(names) <= 9 else f"{folder}: {len(names)} files"
             for folder, names in sorted(by_folder.items()))
     return described
 

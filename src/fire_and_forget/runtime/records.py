@@ -178,11 +178,12 @@ def _send_attribute(name: str, value: dict[str, Any]) -> MessageAttributeValueTy
 
 
 def parse_time(value: Any) -> datetime | None:
-    """An ISO 8601 time (Step Functions writes `2026-11-29T16:43:55.123Z`), as an aware datetime."""
+    """An ISO 8601 time (Step Functions writes `2026-11-29T16:43:55.123Z`), as an aware datetime; one without an
+    offset is UTC."""
     if not isinstance(value, str):
         return None
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(value)  # reads a "Z" suffix as UTC (Python 3.11 and later)
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
