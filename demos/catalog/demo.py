@@ -1,5 +1,6 @@
-"""`ff-demo --example catalog`: the catalog example's stack through the same rehearsal, a few dozen product changes
-(invalid documents, older versions, resends, SQS duplicates; with chaos, transient faults), and its own account.
+"""`python -m demos.orders.demo --example catalog`: the catalog example's stack through the same rehearsal, a few
+dozen product changes (invalid documents, older versions, resends, SQS duplicates; with chaos, transient faults),
+and its own account.
 
 The account is the demo's own: each message is looked up in the search index, the failure DLQ and the source DLQ by its
 messageId, and compared with what the plan said should become of it (demos/catalog/samples.py), never with what the

@@ -105,7 +105,7 @@ def instructions(account: PracticeAccount) -> list[str]:
         f"  export {exports}",
         "  .venv/bin/ff-ops status                       # or: uv run ff-ops status",
         "  .venv/bin/ff-ops failures list",
-        "  .venv/bin/ff-practice restock SKU-SOLD-OUT      # the fix for OutOfStock (runbook R1, step 3)",
+        "  .venv/bin/python -m demos.orders.practice restock SKU-SOLD-OUT  # the fix for OutOfStock (runbook R1)",
         "  .venv/bin/ff-ops failures redrive --error OutOfStock",
         "Every procedure of docs/runbook.md works here, except RedriveExecution (moto has none: R3 says what to do).",
         "Ctrl-C stops the account; nothing is kept.",

@@ -122,7 +122,8 @@ def next_steps(console: Console, result: dict[str, Any], report: Path, *, practi
         console.print("Practise those recoveries now: the account stays up (below).")
     else:
         console.print("Practise them with the operator CLI on this run's account: make practice (or "
-                      ".venv/bin/ff-practice start), then follow docs/operator-cli.md, \"Practice account\".")
+                      ".venv/bin/python -m demos.orders.practice start), then follow docs/operator-cli.md, "
+                      "\"Practice account\".")
 
 
 def trend_page(result: dict[str, Any]) -> str:

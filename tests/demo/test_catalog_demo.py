@@ -1,4 +1,5 @@
-"""`ff-demo --example catalog`: the catalog stack through the same rehearsal, its outcome table balancing."""
+"""`python -m demos.orders.demo --example catalog`: the catalog stack through the same rehearsal, its outcome table
+balancing."""
 
 from __future__ import annotations
 
