@@ -69,7 +69,9 @@ class LambdaRuntime:
 
     def __init__(self, assets: dict[str, Path], task_names: dict[str, str], faults: FaultPlan,
                  clock: VirtualClock | None = None) -> None:
-        self._assets = assets  # S3 object key of a code asset -> its directory in cdk.out
+        # S3 object key of a code asset -> its directory in cdk.out, absolute: a function's modules are told apart by
+        # the directory their (absolute) __file__ is in, and a relative one would make every invocation a cold start.
+        self._assets = {key: directory.resolve() for key, directory in assets.items()}
         self._task_names = task_names  # physical function name -> task name (the state that calls it)
         self._faults = faults
         # The clock a held invocation's function timeout runs on; without one, it is held until released.

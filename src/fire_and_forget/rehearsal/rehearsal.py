@@ -14,8 +14,9 @@ from typing import Any
 import boto3
 from botocore.config import Config
 from moto import mock_aws
+from moto.stepfunctions.responses import get_backend
 
-from fire_and_forget.rehearsal import client_cache
+from fire_and_forget.rehearsal import client_cache, parse_cache
 from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
 from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
 from fire_and_forget.rehearsal.clock import RetryClock, VirtualClock
@@ -100,6 +101,7 @@ class Rehearsal:
         self._uninstall_client_cache: Any = None
         self._uninstall_sqs_time: Any = None
         self._uninstall_stop_dates: Any = None
+        self.parse_cache = parse_cache.ParseCache()
 
     @classmethod
     @contextmanager
@@ -118,6 +120,7 @@ class Rehearsal:
         self.virtual_clock.install()
         self.interpreter_time.install()
         self.clock.install()
+        self.parse_cache.install()
         try:
             self._uninstall_sqs_time = install_sqs_on_the_clock()
             self._uninstall_stop_dates = install_stop_dates()
@@ -167,6 +170,7 @@ class Rehearsal:
             self._uninstall_sqs_time()
         if self._uninstall_stop_dates is not None:
             self._uninstall_stop_dates()
+        self.parse_cache.uninstall()
         self.clock.uninstall()
         self.interpreter_time.uninstall()
         self.virtual_clock.uninstall()
@@ -235,10 +239,11 @@ class Rehearsal:
         self.pipe.drain(in_flight=lambda: len(self.running()), max_in_flight=MAX_IN_FLIGHT)
 
     def running(self) -> set[str]:
-        """ARNs of the executions still running, in one listing."""
-        pages = self.sfn.get_paginator("list_executions").paginate(
-            stateMachineArn=self.pipe.definition.target_arn, statusFilter="RUNNING")
-        return {execution["executionArn"] for page in pages for execution in page["executions"]}
+        """ARNs of the workflow's executions still running, read from the emulator's own records: the rehearsal asks
+        this between every two steps of its loops, and a ListExecutions through the API (paging, serializing every
+        execution) would cost more than the work it waits for."""
+        state_machine = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
+        return {execution.execution_arn for execution in state_machine.executions if execution.status == "RUNNING"}
 
     def set_execution_timeout(self, seconds: int | None) -> None:
         """Time compression, like the retry waits: executions started from now on time out after `seconds`

@@ -1,0 +1,66 @@
+"""The interpreter parses a workflow's definition once, not once per execution.
+
+moto's Step Functions interpreter builds each execution's program by running the ANTLR parser over the definition
+(ExecutionWorker._get_evaluation_entrypoint): most of an execution's CPU time in the rehearsal, for a result that only
+depends on the definition's text. Here `AmazonStateLanguageParser.parse` keeps what it built per definition text.
+
+Sharing one program between executions is sound because its components keep per-execution state in the execution's
+environment, not in themselves: the only lazily set attribute is a component's `heap_key`, under which a Retry keeps
+its attempt count and back-off in that environment's heap. It is set for every component before the program is
+shared, so two executions reaching a retrier for the first time at once cannot give it two keys.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+
+def _settle_heap_keys(program: EvalComponent) -> None:
+    """Give every component of the program its heap key now (it is otherwise drawn on first use)."""
+    seen: set[int] = set()
+    pending: list[Any] = [program]
+    while pending:
+        value = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, EvalComponent):
+            _ = value.heap_key
+            pending.extend(vars(value).values())
+        elif isinstance(value, list | tuple | set | frozenset):
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+
+
+class ParseCache:
+    """While installed, `AmazonStateLanguageParser.parse` keeps what it built per definition text."""
+
+    def __init__(self) -> None:
+        self.parses = 0  # how many times the real parser ran: once per distinct definition
+        self._programs: dict[str, tuple[Any, Any]] = {}
+        self._lock = threading.Lock()
+        self._original: Any = None
+
+    def install(self) -> None:
+        original = self._original = AmazonStateLanguageParser.parse
+
+        def parse(definition: str) -> tuple[Any, Any]:
+            with self._lock:
+                if definition not in self._programs:
+                    program, tree = original(definition)  # a definition with a syntax error raises, is not kept
+                    _settle_heap_keys(program)
+                    self._programs[definition] = (program, tree)
+                    self.parses += 1
+                return self._programs[definition]
+
+        AmazonStateLanguageParser.parse = staticmethod(parse)  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        if self._original is not None:
+            AmazonStateLanguageParser.parse = staticmethod(self._original)  # type: ignore[method-assign]
+            self._original = None

@@ -1,0 +1,87 @@
+"""What keeps the rehearsal fast without changing what it runs (docs/testing.md, "Suite time"): each definition is
+parsed once and its program shared by the executions, a function's modules are imported once per cold start, and
+`running()` agrees with ListExecutions."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from demos.orders.samples import OrderKind, make_order, seed_inventory
+from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.rehearsal import Rehearsal
+
+CHARGE_ATTEMPTS = 5  # ChargePayment's first try and its retrier's MaxAttempts of 4 (statemachines/orders)
+
+
+def _order(number: int) -> tuple[str, str]:
+    order = make_order(OrderKind.VALID, number, random.Random(number))
+    assert order.order_id is not None
+    return order.body, order.order_id
+
+
+def test_each_definition_is_parsed_once_however_many_executions_run_it(aws: Rehearsal) -> None:
+    # Given two orders run through the saga
+    for number in (1, 2):
+        aws.send(_order(number)[0])
+    aws.run()
+    parsed = aws.parse_cache.parses
+    assert parsed >= 1
+    # When five more run
+    for number in range(3, 8):
+        aws.send(_order(number)[0])
+    executions = aws.run()
+    # Then they all succeeded and the interpreter built no new program for them
+    assert len(executions) == 7 and all(e.status == "SUCCEEDED" for e in executions)
+    assert aws.parse_cache.parses == parsed
+
+
+def test_executions_sharing_a_program_each_keep_their_own_retry_count(aws: Rehearsal) -> None:
+    # Given two orders whose ChargePayment calls always fail with a retried Lambda error, running at once
+    faults = []
+    for number in (1, 2):
+        body, order_id = _order(number)
+        faults.append(Fault("ChargePayment", FaultKind.SERVICE_ERROR, key=order_id))
+        aws.faults.add(faults[-1])
+        aws.send(body)
+    # When both run to their end
+    executions = aws.run()
+    # Then each execution made its own full set of attempts, none counted against the other's retrier
+    assert [fault.fired for fault in faults] == [CHARGE_ATTEMPTS, CHARGE_ATTEMPTS]
+    assert len(executions) == 2 and all(e.status == "FAILED" and "HandleFailure" in e.states for e in executions)
+    assert len(aws.messages("FailureDlqUrl")) == 2
+
+
+def test_a_relative_assembly_path_imports_each_function_once(cloud_assembly: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the rehearsal opened on a relative path to the cloud assembly, as `make demo` does with cdk.out
+    monkeypatch.chdir(cloud_assembly.parent)
+    with Rehearsal.start(Path(cloud_assembly.name)) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.send(_order(1)[0])
+        aws.run()
+        first = sys.modules["charge_payment.handler"]
+        # When a second order runs
+        aws.send(_order(2)[0])
+        executions = aws.run()
+        # Then it ran in the same execution environment: the module was not imported again
+        assert len(executions) == 2 and all(e.status == "SUCCEEDED" for e in executions)
+        assert sys.modules["charge_payment.handler"] is first
+
+
+def test_running_agrees_with_list_executions(aws: Rehearsal) -> None:
+    # Given one order held in ChargePayment and one that has finished
+    aws.send(_order(1)[0])
+    aws.run()
+    aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1))
+    aws.send(_order(2)[0])
+    (held,) = aws.wait_for_hang()
+    # Then the running set is what ListExecutions reports as RUNNING
+    listed = aws.sfn.list_executions(stateMachineArn=aws.pipe.definition.target_arn, statusFilter="RUNNING")
+    assert aws.running() == {e["executionArn"] for e in listed["executions"]} == {held}
+    aws.release_held()
+    aws.run()
+    assert aws.running() == set()
