@@ -1,6 +1,6 @@
 """What keeps the rehearsal fast without changing what it runs (docs/testing.md, "Suite time"): each definition is
-parsed once and its program shared by the executions, a function's modules are imported once per cold start, and
-`running()` agrees with ListExecutions."""
+parsed once and its program shared by the executions, a function's modules are imported once per cold start,
+`running()` agrees with ListExecutions, and the histories read from the emulator are the API's."""
 
 from __future__ import annotations
 
@@ -85,3 +85,19 @@ def test_running_agrees_with_list_executions(aws: Rehearsal) -> None:
     aws.release_held()
     aws.run()
     assert aws.running() == set()
+
+
+def test_the_reported_histories_are_what_get_execution_history_returns(aws: Rehearsal) -> None:
+    # Given an order of every kind, one of them retried twice in ChargePayment, run to their end
+    for number, kind in enumerate(OrderKind, start=1):
+        order = make_order(kind, number, random.Random(number))
+        if kind is OrderKind.VALID:
+            aws.faults.add(Fault("ChargePayment", FaultKind.SERVICE_ERROR, times=2, key=order.order_id))
+        aws.send(order.body)
+    executions = aws.run()
+    assert len(executions) == len(OrderKind)
+    # Then each execution's history, as the rehearsal reports it, equals the API's, event by event
+    for execution in executions:
+        events = aws.sfn.get_execution_history(executionArn=execution.arn, maxResults=1000)["events"]
+        assert execution.history == events
+    assert any(e["type"] == "TaskFailed" for execution in executions for e in execution.history)

@@ -14,6 +14,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 from moto import mock_aws
+from moto.stepfunctions.parser.api import ExecutionStatus
 from moto.stepfunctions.responses import get_backend
 
 from fire_and_forget.rehearsal import client_cache, parse_cache
@@ -30,7 +31,7 @@ from fire_and_forget.rehearsal.metrics import ServiceMetrics
 from fire_and_forget.rehearsal.pipe import PipeDefinition, PipeEmulator
 from fire_and_forget.rehearsal.schedules import Firing, Scheduler, read_schedules
 from fire_and_forget.rehearsal.services import install_service_faults
-from fire_and_forget.rehearsal.sfn_responses import install_stop_dates
+from fire_and_forget.rehearsal.sfn_responses import execution_history, install_stop_dates
 from fire_and_forget.rehearsal.sqs_time import install_sqs_on_the_clock
 from fire_and_forget.runtime.outputs import Output
 
@@ -102,6 +103,7 @@ class Rehearsal:
         self._uninstall_sqs_time: Any = None
         self._uninstall_stop_dates: Any = None
         self.parse_cache = parse_cache.ParseCache()
+        self._stopped_executions: dict[tuple[str, str, Any], Execution] = {}
 
     @classmethod
     @contextmanager
@@ -147,6 +149,10 @@ class Rehearsal:
             # One attempt per Invoke: the emulated callers (mapping, scheduler) decide what is retried, not botocore.
             self.lambda_: Any = boto3.client("lambda", region_name=self.region,
                                              config=Config(retries={"total_max_attempts": 1}))
+            # moto builds its router of a REST service's operations on that service's first request, and nothing
+            # stops concurrent first requests from each building one (tens of executions invoking their first
+            # function at once: a tenth of a second each). One request now builds it before any execution runs.
+            self.lambda_.list_functions(MaxItems=1)
             self.event_sources = EventSourceMappings.from_stack(self.assembly, self.stack, queue_urls, self.sqs,
                                                                 self.lambda_, self.region)
             self.scheduler = Scheduler(
@@ -243,7 +249,9 @@ class Rehearsal:
         this between every two steps of its loops, and a ListExecutions through the API (paging, serializing every
         execution) would cost more than the work it waits for."""
         state_machine = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
-        return {execution.execution_arn for execution in state_machine.executions if execution.status == "RUNNING"}
+        # An execution StartExecution is still setting up has no status yet: it is running as far as a caller knows.
+        return {execution.execution_arn for execution in state_machine.executions
+                if execution.exec_status in (None, ExecutionStatus.RUNNING)}
 
     def set_execution_timeout(self, seconds: int | None) -> None:
         """Time compression, like the retry waits: executions started from now on time out after `seconds`
@@ -287,9 +295,13 @@ class Rehearsal:
 
     def execution(self, arn: str) -> Execution:
         described = self.sfn.describe_execution(executionArn=arn)
-        history = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+        # A stopped execution's history does not change (the emulator has no RedriveExecution): read once per stop.
+        stopped = (arn, described["status"], described.get("stopDate"))
+        if described["status"] != "RUNNING" and stopped in self._stopped_executions:
+            return self._stopped_executions[stopped]
+        history = execution_history(ACCOUNT, self.region, arn)
         states = [e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered")]
-        return Execution(
+        execution = Execution(
             arn=arn,
             status=described["status"],
             error=described.get("error"),
@@ -299,6 +311,9 @@ class Rehearsal:
             states=states,
             history=history,
         )
+        if described["status"] != "RUNNING":
+            self._stopped_executions[stopped] = execution
+        return execution
 
     def publish_pipe(self) -> None:
         """What a real deployment has and moto's CloudFormation skips, for ff-ops to read: the pipe in the Pipes API

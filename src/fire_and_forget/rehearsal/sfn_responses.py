@@ -13,11 +13,14 @@ with AttributeError. StartExecution and ListExecutions take one lock here: a lis
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
+from enum import Enum
 from typing import Any
 
-from moto.stepfunctions.responses import StepFunctionResponse
+from moto.stepfunctions.responses import StepFunctionResponse, get_backend
 
 TIMED_OUT = "TIMED_OUT"
 _EXECUTIONS = threading.Lock()
@@ -60,3 +63,21 @@ def install_stop_dates() -> Callable[[], None]:
         StepFunctionResponse.start_execution = original_start  # type: ignore[method-assign]
 
     return uninstall
+
+
+def execution_history(account: str, region: str, execution_arn: str) -> list[dict[str, Any]]:
+    """An execution's events as GetExecutionHistory gives them through botocore (event types as strings, timestamps
+    as aware datetimes), read from the emulator's own records: moto's serializer takes longer over one history than
+    the execution took to run, and the rehearsal reads every history it reports on."""
+    execution = get_backend(account, region).describe_execution(execution_arn)
+    events = execution.to_history_output()["events"]
+    return [_as_parsed(event) for event in events]
+
+
+def _as_parsed(event: dict[str, Any]) -> dict[str, Any]:
+    parsed = copy.deepcopy({key: value for key, value in event.items() if value is not None})
+    parsed["type"] = str(event["type"].value if isinstance(event["type"], Enum) else event["type"])
+    timestamp = event["timestamp"]
+    parsed["timestamp"] = (timestamp if isinstance(timestamp, datetime)
+                           else datetime.fromisoformat(timestamp)).astimezone(UTC)
+    return parsed
