@@ -248,7 +248,8 @@ class Rehearsal:
         """ARNs of the workflow's executions still running, read from the emulator's own records: the rehearsal asks
         this between every two steps of its loops, and a ListExecutions through the API (paging, serializing every
         execution) would cost more than the work it waits for."""
-        state_machine = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
+        # The interpreter's state machine (moto's stepfunctions.parser), not the type get_backend declares.
+        state_machine: Any = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
         # An execution StartExecution is still setting up has no status yet: it is running as far as a caller knows.
         return {execution.execution_arn for execution in state_machine.executions
                 if execution.exec_status in (None, ExecutionStatus.RUNNING)}

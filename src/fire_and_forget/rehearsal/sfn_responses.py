@@ -69,7 +69,8 @@ def execution_history(account: str, region: str, execution_arn: str) -> list[dic
     """An execution's events as GetExecutionHistory gives them through botocore (event types as strings, timestamps
     as aware datetimes), read from the emulator's own records: moto's serializer takes longer over one history than
     the execution took to run, and the rehearsal reads every history it reports on."""
-    execution = get_backend(account, region).describe_execution(execution_arn)
+    # The interpreter's execution (moto's stepfunctions.parser), not the type get_backend declares.
+    execution: Any = get_backend(account, region).describe_execution(execution_arn)
     events = execution.to_history_output()["events"]
     return [_as_parsed(event) for event in events]
 
