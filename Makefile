@@ -6,6 +6,10 @@ SHELL := /bin/bash
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 export UV_PYTHON_DOWNLOADS := never
+# Python writes its bytecode cache (__pycache__/, ignored by git) here even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE): otherwise every process compiles all it imports again (aws_cdk alone takes seconds),
+# and the suite, the demo and ff-ops start many processes.
+unexport PYTHONDONTWRITEBYTECODE
 
 # Project-local tools, made only when the machine lacks them: uv (bootstrapped into a venv, so a Python that
 # forbids global pip installs is fine) and Node 22 (the npm package of the official binary).

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.ceiling import PIPES_CONCURRENCY, PIPES_QUOTAS, QUOTAS, SFN_QUOTAS, ceiling
+from bench.cli_startup import BUDGET_SECONDS as CLI_BUDGET_SECONDS
+from bench.cli_startup import Startup
 from bench.demo_run import DemoRun
 from bench.paths import ANCHORS, DUPLICATE, RESEND, SCENARIOS, MixResult, PathResult
 from bench.synth import SuiteRun, SynthTimes
@@ -28,13 +30,14 @@ class Run:
     synth: SynthTimes
     throughput: list[Level]
     suite: SuiteRun | None
+    cli: list[Startup] | None = None
     seconds: float = 0.0
     commit_after: str = ""  # the checkout may move under a long run: say so
 
 
 def render(run: Run) -> str:
-    sections = [_header(run), _transitions(run), _cost(run), _coldstart(run), _synth(run), _throughput(run),
-                _ceiling(run)]
+    sections = [_header(run), _transitions(run), _cost(run), _coldstart(run), _cli(run), _synth(run),
+                _throughput(run), _ceiling(run)]
     return "\n\n".join(sections) + "\n"
 
 
@@ -190,6 +193,25 @@ def _coldstart(run: Run) -> str:
         _table(["handler", "median ms", "p90 ms", "ratio", "CPU median ms", "CPU ratio", f"≤ {MAX_COLD_RATIO}x"], rows),
         "",
         verdict,
+    ])
+
+
+def _cli(run: Run) -> str:
+    if run.cli is None:
+        return "### ff-ops start-up\n\nSkipped in this run."
+    floor = run.cli[0]
+    rows = [[f"`{s.command}`", f"{s.median:.3f}", f"{s.worst:.3f}", f"{s.median - floor.median:+.3f}",
+             ("ok" if s.worst <= CLI_BUDGET_SECONDS else f"**over {CLI_BUDGET_SECONDS} s**")
+             if s.command.startswith("ff-ops") else ""] for s in run.cli]
+    return "\n".join([
+        "### ff-ops start-up",
+        "",
+        "`bench.cli_startup.measure`: wall time of a fresh process from spawn to exit, against starting the",
+        "interpreter alone and against importing the libraries ff-ops is made of; cases interleaved round by round,",
+        f"each run once untimed first. {len(floor.seconds)} runs per case. boto3 is imported when the first clients",
+        f"are made, so neither command loads it. Budget: {CLI_BUDGET_SECONDS} s for the worst run.",
+        "",
+        _table(["command", "median s", "worst s", "vs `python -c pass`", f"≤ {CLI_BUDGET_SECONDS} s"], rows),
     ])
 
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: make the repository root importable (bench, offline, app)
     sys.path.insert(0, str(ROOT))
 
-from bench import coldstart, demo_run, machine, paths, synth, throughput  # noqa: E402
+from bench import cli_startup, coldstart, demo_run, machine, paths, synth, throughput  # noqa: E402
 from bench.report import Run, render  # noqa: E402
 from tests.support.mutation_table import carried_over  # noqa: E402
 
@@ -34,6 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "performance.md", help="the report to write")
     parser.add_argument("--skip-suite", action="store_true", help="do not time the test suite (quick iterations)")
     parser.add_argument("--coldstart-runs", type=int, default=20, help="fresh interpreters per handler")
+    parser.add_argument("--cli-runs", type=int, default=15, help="fresh processes per ff-ops command")
     parser.add_argument("--synth-rounds", type=int, default=5, help="timed synths of each app")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 10, 100], help="concurrent messages")
     parser.add_argument("--demo-orders", type=int, default=100, help="orders of the demo's plan to cross-check the"
@@ -52,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     host = machine.describe()
     _step("cold import of each handler against the boto3 + Logger baseline")
     cold = coldstart.measure(args.coldstart_runs)
+    _step("ff-ops --version and --help against python -c pass")
+    cli = cli_startup.measure(args.cli_runs)
     _step("state transitions and usage of each path (offline rehearsal)")
     results = paths.run_paths(args.assembly)
     _step(f"offline throughput at {', '.join(map(str, args.levels))} concurrent messages")
@@ -67,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _step("the full test suite (python -m pytest -q -p no:randomly)")
         suite = synth.run_suite()
 
-    run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite)
+    run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite, cli)
     run.seconds = time.perf_counter() - started
     run.commit_after = machine.commit()
     previous = args.out.read_text(encoding="utf-8") if args.out.exists() else ""

@@ -4,11 +4,24 @@ commands build on: the clients, the stack's outputs, the shared options, the exi
 The names below are the public API; the submodules are not. Needs the `cli` extra.
 """
 
-from fire_and_forget.cli.aws import RETRIES, Clients
+from typing import TYPE_CHECKING, Any
+
+from fire_and_forget.cli.aws import Clients
 from fire_and_forget.cli.cli_common import AsJson, Profile, Region, run
 from fire_and_forget.cli.errors import ExitCode, UsageError
 from fire_and_forget.cli.stack import DeployedStack
 from fire_and_forget.cli.trend_page import page as trend_page
 
+if TYPE_CHECKING:
+    from fire_and_forget.cli.aws import RETRIES
+
 __all__ = ["RETRIES", "AsJson", "Clients", "DeployedStack", "ExitCode", "Profile", "Region", "UsageError", "run",
            "trend_page"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RETRIES":  # botocore's Config, made on first use (fire_and_forget/cli/aws.py)
+        from fire_and_forget.cli import aws
+
+        return aws.RETRIES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime, timedelta
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
+from fire_and_forget import __version__
 from fire_and_forget.cli import cli_common, cli_trace, render, report
 from fire_and_forget.cli.aws import Clients
 from fire_and_forget.cli.cli_common import FLAG, AsJson, DryRun, Profile, Region, StackName, fail, run
@@ -37,10 +36,7 @@ app.add_typer(executions_app, name="executions")
 
 def _version(value: bool) -> None:
     if value:
-        try:
-            typer.echo(f"ff-ops {package_version('fire-and-forget')}")
-        except PackageNotFoundError:  # pragma: no cover - run from a checkout that was never installed
-            typer.echo("ff-ops (not installed: no version)")
+        typer.echo(f"ff-ops {__version__}")  # the package's one version (tests/unit/test_package_boundaries.py)
         raise typer.Exit(0)
 
 
