@@ -44,6 +44,8 @@ app = typer.Typer(add_completion=False, help=__doc__)
 CATALOG_STACK_NAME = catalog_stack_name(STACK_NAME)
 DEFAULT_REPORT = Path("demo-report.json")
 CATALOG_REPORT = Path("demo-catalog-report.json")
+# Off a terminal (CI, a pipe to a file) the progress bar is off: a line this often says the demo is still working.
+PROGRESS_LINE_SECONDS = 5.0
 
 
 class Example(StrEnum):
@@ -238,9 +240,14 @@ def _process(aws: Rehearsal, the_plan: Plan, console: Console) -> None:
     with Progress(TextColumn("executions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task("run", total=expected)
+        started = last_line = time.monotonic()
         while pipe.is_alive() or aws.running():
             done = len(aws.pipe.stats.started) - len(aws.running())
-            progress.update(task, completed=done, total=max(expected, len(aws.pipe.stats.started)))
+            total = max(expected, len(aws.pipe.stats.started))
+            progress.update(task, completed=done, total=total)
+            if not console.is_terminal and time.monotonic() - last_line >= PROGRESS_LINE_SECONDS:
+                last_line = time.monotonic()
+                console.print(f"executions: {done} of {total} finished ({last_line - started:.0f} s)")
             time.sleep(0.25)
         progress.update(task, completed=len(aws.pipe.stats.started), total=len(aws.pipe.stats.started))
     pipe.join()

@@ -24,11 +24,13 @@ from tests.support.cdk import REPO, STACK_NAME, load_template
 NODE_BIN = REPO / "node_modules" / ".bin"
 
 
-@pytest.mark.parametrize("stack", [STACK_NAME, CATALOG_STACK_NAME])
-def test_cfn_lint_reports_nothing(cloud_assembly: Path, stack: str) -> None:
+def test_cfn_lint_reports_nothing_on_either_stack(cloud_assembly: Path) -> None:
+    templates = [cloud_assembly / f"{stack}.template.json" for stack in (STACK_NAME, CATALOG_STACK_NAME)]
+    assert all(template.is_file() for template in templates)
     result = subprocess.run(
-        # The venv's cfn-lint: a bare name may find a pyenv shim that refuses under .python-version.
-        [str(Path(sys.executable).parent / "cfn-lint"), str(cloud_assembly / f"{stack}.template.json")],
+        # The venv's cfn-lint: a bare name may find a pyenv shim that refuses under .python-version. One run for
+        # both templates (its findings name the file): most of a run is cfn-lint loading its schemas.
+        [str(Path(sys.executable).parent / "cfn-lint"), *map(str, templates)],
         cwd=REPO, capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from moto.core.responses import ActionResult
 
 from demos.orders.samples import OrderKind, make_order, seed_inventory
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
@@ -101,3 +102,21 @@ def test_the_reported_histories_are_what_get_execution_history_returns(aws: Rehe
         events = aws.sfn.get_execution_history(executionArn=execution.arn, maxResults=1000)["events"]
         assert execution.history == events
     assert any(e["type"] == "TaskFailed" for execution in executions for e in execution.history)
+
+
+def test_a_stopped_executions_history_is_serialized_once_and_answered_the_same_every_time(
+        aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a failed order whose history was read once through the API (moto's serializer made that answer)
+    aws.send(make_order(OrderKind.OUT_OF_STOCK, 1, random.Random(1)).body)
+    (execution,) = aws.run()
+    first = aws.sfn.get_execution_history(executionArn=execution.arn, includeExecutionData=True)
+    serialized: list[object] = []
+    original = ActionResult.execute_result
+    monkeypatch.setattr(ActionResult, "execute_result",
+                        lambda self, context: serialized.append(self.result) or original(self, context))
+    # When it is read again, as each Reconciler sweep and ff-ops command does
+    again = aws.sfn.get_execution_history(executionArn=execution.arn, includeExecutionData=True)
+    # Then moto's serializer did not run again, and the answer is the same, the execution's whole history
+    assert serialized == []
+    assert again["events"] == first["events"] == execution.history
+    assert again["events"][-1]["type"] == "ExecutionFailed"

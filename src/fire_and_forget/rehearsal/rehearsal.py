@@ -31,7 +31,7 @@ from fire_and_forget.rehearsal.metrics import ServiceMetrics
 from fire_and_forget.rehearsal.pipe import PipeDefinition, PipeEmulator
 from fire_and_forget.rehearsal.schedules import Firing, Scheduler, read_schedules
 from fire_and_forget.rehearsal.services import install_service_faults
-from fire_and_forget.rehearsal.sfn_responses import execution_history, install_stop_dates
+from fire_and_forget.rehearsal.sfn_responses import execution_history, install_history_cache, install_stop_dates
 from fire_and_forget.rehearsal.sqs_time import install_sqs_on_the_clock
 from fire_and_forget.runtime.outputs import Output
 
@@ -102,6 +102,7 @@ class Rehearsal:
         self._uninstall_client_cache: Any = None
         self._uninstall_sqs_time: Any = None
         self._uninstall_stop_dates: Any = None
+        self._uninstall_history_cache: Any = None
         self.parse_cache = parse_cache.ParseCache()
         self._stopped_executions: dict[tuple[str, str, Any], Execution] = {}
 
@@ -126,6 +127,7 @@ class Rehearsal:
         try:
             self._uninstall_sqs_time = install_sqs_on_the_clock()
             self._uninstall_stop_dates = install_stop_dates()
+            self._uninstall_history_cache = install_history_cache()
             self.stack = deploy(self.assembly, self.region)
             # Typed Any: the probes pass service responses on as plain dicts.
             self.sqs: Any = boto3.client("sqs", region_name=self.region)
@@ -176,6 +178,8 @@ class Rehearsal:
             self._uninstall_sqs_time()
         if self._uninstall_stop_dates is not None:
             self._uninstall_stop_dates()
+        if self._uninstall_history_cache is not None:
+            self._uninstall_history_cache()
         self.parse_cache.uninstall()
         self.clock.uninstall()
         self.interpreter_time.uninstall()

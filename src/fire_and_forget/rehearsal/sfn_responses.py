@@ -9,6 +9,9 @@ stopped executions by stopDate, so without it a lost event of a timed-out execut
 moto registers a new execution before it sets its status, so a ListExecutions on another thread (the rehearsal's
 pipe starts executions while the demo counts the running ones) can meet one whose status is not set yet and fail
 with AttributeError. StartExecution and ListExecutions take one lock here: a listing sees an execution whole.
+
+And two shortcuts that change no answer, for the rehearsal's speed: a stopped execution's history is serialized once
+(install_history_cache), and the rehearsal's own probes read histories from the emulator (execution_history).
 """
 
 from __future__ import annotations
@@ -61,6 +64,44 @@ def install_stop_dates() -> Callable[[], None]:
         StepFunctionResponse.describe_execution = original_describe  # type: ignore[method-assign]
         StepFunctionResponse.list_executions = original_list  # type: ignore[method-assign]
         StepFunctionResponse.start_execution = original_start  # type: ignore[method-assign]
+
+    return uninstall
+
+
+def install_history_cache() -> Callable[[], None]:
+    """GetExecutionHistory of a stopped execution answered, after the first time, with the bytes moto's serializer
+    gave that first time; returns the function that puts moto's back.
+
+    A stopped execution's history no longer changes (the emulator has no RedriveExecution), and moto's serializer is
+    slower over one history than the execution was to run: the Reconciler reads the history of every execution it
+    reconciles, on every sweep until it is settled, and ff-ops reads them to trace and report. The answer is keyed
+    by the request's parameters and the history's length, and a running execution is always asked afresh."""
+    original = StepFunctionResponse.get_execution_history
+    answers: dict[tuple[Any, ...], tuple[str | bytes, dict[str, Any]]] = {}
+    lock = threading.Lock()
+
+    def get_execution_history(self: StepFunctionResponse) -> Any:
+        arn = self._get_param("executionArn")
+        execution: Any = self.stepfunction_backend.describe_execution(arn)
+        status = getattr(execution, "exec_status", None)
+        if status is None or str(getattr(status, "value", status)) == "RUNNING" or execution.exec_worker.env is None:
+            return original(self)
+        events = execution.exec_worker.env.event_manager.get_event_history()
+        key = (arn, len(events), *(repr(self._get_param(name)) for name in
+                                   ("maxResults", "nextToken", "reverseOrder", "includeExecutionData")))
+        with lock:
+            cached = answers.get(key)
+        if cached is None:
+            code, headers, body = self.serialized(original(self))
+            cached = (body, {**headers, "status": code})
+            with lock:
+                answers[key] = cached
+        return cached[0], dict(cached[1])
+
+    StepFunctionResponse.get_execution_history = get_execution_history  # type: ignore[method-assign]
+
+    def uninstall() -> None:
+        StepFunctionResponse.get_execution_history = original  # type: ignore[method-assign]
 
     return uninstall
 
