@@ -1,9 +1,9 @@
 """`make practice`: the demo's offline deployment kept alive as a local AWS endpoint, for `ff-ops` and the runbook.
 
 The account lives in this process (the real handlers, the pipe emulator and the status-change events run here);
-src/fire_and_forget/rehearsal/practice_gateway.py serves it on 127.0.0.1. A background thread keeps pumping the pipe, so
-that an order `ff-ops failures redrive` sends back to the source queue really runs, and its execution's end is
-announced.
+src/fire_and_forget/rehearsal/practice_gateway.py serves it on 127.0.0.1. A background thread pumps the pipe after each
+request the account answers, so that an order `ff-ops failures redrive` sends back to the source queue really runs, and
+its execution's end is announced; with no request, nothing can have changed, and the account waits without working.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import typer
 from fire_and_forget.rehearsal import STACK_NAME, Gateway, Rehearsal
 
 DEFAULT_PORT = 4566
-PUMP_SECONDS = 0.2
 # What ff-ops needs besides the endpoint: any credentials (moto does not check them) and the region.
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "practice", "AWS_SECRET_ACCESS_KEY": "practice"}
 
@@ -47,10 +46,12 @@ class PracticeAccount:
 
     def __init__(self, aws: Rehearsal, port: int = 0) -> None:
         self.aws = aws
-        self.gateway = Gateway(aws.sqs, port=port)
+        self._work = threading.Event()  # set by each answered request, and by close
         self._stop = threading.Event()
+        self.gateway = Gateway(aws.sqs, port=port, on_request=self._work.set)
         self._pump = threading.Thread(target=self._pump_loop, name="practice-pipe", daemon=True)
         self.pump_errors: list[str] = []
+        self.rounds = 0  # how many times the pump has run the account to quiet
 
     @property
     def endpoint(self) -> str:
@@ -70,6 +71,7 @@ class PracticeAccount:
 
     def close(self) -> None:
         self._stop.set()
+        self._work.set()
         self._pump.join(timeout=30)
         self.gateway.__exit__()
 
@@ -78,7 +80,12 @@ class PracticeAccount:
         self.aws.run(timeout_seconds)
 
     def _pump_loop(self) -> None:
-        while not self._stop.wait(PUMP_SECONDS):
+        while True:
+            self._work.wait()
+            if self._stop.is_set():
+                return
+            self._work.clear()  # a request answered from here on sets it again: one more round after this one
+            self.rounds += 1
             try:
                 self.aws.run(timeout_seconds=600)
             except Exception as error:  # keep pumping: a failed poll is retried on the next round, like the pipe

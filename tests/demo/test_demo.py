@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,3 +93,41 @@ def test_missing_assembly_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(demo.app, ["--assembly", str(tmp_path)])
     assert result.exit_code == 2
     assert "make synth" in " ".join(result.output.split())  # the message may wrap around a long path
+
+
+def _demo_figures(cloud_assembly: Path, report: Path, *extra: str) -> dict[str, object]:
+    args = ["--orders", "16", "--seed", "5", "--chaos", "--assembly", str(cloud_assembly), "--report", str(report)]
+    result = CliRunner().invoke(demo.app, [*args, *extra])
+    assert result.exit_code == 0, result.output
+    data = json.loads(report.read_text(encoding="utf-8"))
+    # What the run did, not how long it took on this machine
+    return {key: data[key] for key in ("outcomes", "errors", "transitions_per_outcome", "conservation",
+                                       "cost_per_million_orders_usd", "notifications")}
+
+
+def test_the_same_seed_gives_the_same_run_on_a_loaded_machine(cloud_assembly: Path, tmp_path: Path) -> None:
+    # Given a small chaos run's figures (timeouts, holds, aborts and retries among them)
+    quiet = _demo_figures(cloud_assembly, tmp_path / "quiet.json")
+    # When the same seed runs again with every core kept busy by other processes
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        loaded = _demo_figures(cloud_assembly, tmp_path / "loaded.json")
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    # Then every outcome, error, transition count, announcement and the price are the same: the rehearsal's
+    # timeouts and retries run on its own clock, not on the machine's speed
+    assert loaded == quiet
+
+
+def test_off_a_terminal_the_demo_says_it_is_still_working(cloud_assembly: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given no terminal (CliRunner's output is not one) and a progress line due at every check
+    monkeypatch.setattr(demo, "PROGRESS_LINE_SECONDS", 0.0)
+    args = ["--orders", "8", "--seed", "3", "--assembly", str(cloud_assembly), "--report", str(tmp_path / "r.json")]
+    # When the demo runs
+    result = CliRunner().invoke(demo.app, args)
+    # Then it printed how far the executions had got while they ran
+    assert result.exit_code == 0, result.output
+    assert re.search(r"executions: \d+ of \d+ finished \(\d+ s\)", result.output), result.output

@@ -9,20 +9,23 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 import re
 import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import boto3
 import pytest
 from rich.console import Console
 
 from demos.orders.demo import quiet_logs, run_demo
 from demos.orders.practice import PracticeAccount, instructions, practice_account
-from demos.orders.samples import OUT_OF_STOCK_SKU
+from demos.orders.samples import OUT_OF_STOCK_SKU, OrderKind, make_order
 from fire_and_forget.rehearsal.practice_gateway import REDRIVE_UNSUPPORTED
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
@@ -157,6 +160,29 @@ def test_source_dlq_redrive_moves_messages_back_and_they_run(practice: PracticeA
     assert aws.messages("SourceDlqUrl") == []
     assert any(e.input[0]["body"] == body for e in aws.executions() if isinstance(e.input, list))
     transcript("practice-source-dlq", [("ff-ops source-dlq redrive", result)])
+
+
+def test_the_idle_account_does_no_work_until_a_request_gives_it_some(practice: PracticeAccount) -> None:
+    # Given the account quiet
+    practice.settle()
+    rounds = practice.rounds
+    # When nobody calls it for a while
+    time.sleep(0.6)
+    # Then it did nothing (it does not poll)
+    assert practice.rounds == rounds
+    # When a caller sends an order to the source queue through the account's endpoint
+    order = make_order(OrderKind.VALID, 900, random.Random(900))
+    environment = practice.environment
+    sqs = boto3.client("sqs", endpoint_url=practice.endpoint, region_name=environment["AWS_REGION"],
+                       aws_access_key_id=environment["AWS_ACCESS_KEY_ID"],
+                       aws_secret_access_key=environment["AWS_SECRET_ACCESS_KEY"])
+    sqs.send_message(QueueUrl=practice.aws.outputs["SourceQueueUrl"], MessageBody=order.body)
+    # Then the account runs it to its end by itself, nobody waiting on it
+    deadline = time.monotonic() + 60  # a guard against waiting forever, not a time limit
+    while order.order_id not in _orders_in(practice, "SUCCEEDED"):
+        assert time.monotonic() < deadline, "the order sent to the idle account never ran"
+        time.sleep(0.05)
+    assert practice.rounds > rounds and practice.pump_errors == []
 
 
 def test_executions_redrive_says_the_practice_account_cannot(practice: PracticeAccount) -> None:

@@ -21,6 +21,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -95,8 +96,10 @@ def _url(queue_arn: str) -> str:
 class Gateway:
     """`with Gateway(sqs, port=0) as gateway: gateway.endpoint` serves until the block ends."""
 
-    def __init__(self, sqs: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, sqs: Any, host: str = "127.0.0.1", port: int = 0,
+                 on_request: Callable[[], None] | None = None) -> None:
         self.move_tasks = MoveTasks(sqs)
+        self.on_request = on_request  # called after each request is answered: what it did may have made work
         self._server = ThreadingHTTPServer((host, port), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="practice-gateway", daemon=True)
@@ -174,6 +177,9 @@ def _handler(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
                 status, headers, data = gateway.answer(self.command, self.path, dict(self.headers.items()), body)
             except Exception as error:  # an emulator bug must reach the caller as a 500, not kill the thread
                 status, headers, data = _error(500, "InternalFailure", f"practice account: {error!r}")
+            finally:
+                if gateway.on_request is not None:
+                    gateway.on_request()
             self.send_response(status)
             for key, value in headers.items():
                 if key.lower() not in ("content-length", "connection", "transfer-encoding"):
