@@ -87,8 +87,7 @@ def install_history_cache() -> Callable[[], None]:
         if status is None or str(getattr(status, "value", status)) == "RUNNING" or execution.exec_worker.env is None:
             return original(self)
         events = execution.exec_worker.env.event_manager.get_event_history()
-        key = (arn, len(events), *(repr(self._get_param(name)) for name in
-                                   ("maxResults", "nextToken", "reverseOrder", "includeExecutionData")))
+        key = (arn, len(events), self.body)  # the request's parameters as sent
         with lock:
             cached = answers.get(key)
         if cached is None:
