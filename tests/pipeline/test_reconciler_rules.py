@@ -355,6 +355,20 @@ def test_a_throttled_compensation_is_retried_with_doubling_backoff_then_left_to_
     assert result.compensated == [{"state": "ReleaseInventory", "status": "COMPENSATED", "result": {"done": True}}]
 
 
+def test_a_compensation_still_throttled_names_its_last_error_and_what_aws_said(aws: dict[str, Any]) -> None:
+    # Given a release that is throttled on every attempt
+    invocations = Invocations({"fn-ReleaseInventory": [throttled(), throttled(), throttled()]})
+    reconciler = reconciler_with(aws, invocations, [])
+    arn = aws["sfn"].add("c4", "ABORTED", ["ReserveInventory"])
+    # When the reconcile gives up on it for this run
+    with pytest.raises(CompensationRetryable) as retry:
+        reconciler.reconcile(arn, via="event", now=NOW)
+    # Then the retry's reason is the last error: its code and AWS's own text
+    assert str(retry.value) == (
+        "ReleaseInventory still failing transiently: {'error': 'TooManyRequestsException', 'cause': "
+        "'An error occurred (TooManyRequestsException) when calling the Invoke operation: Rate exceeded'}")
+
+
 def test_the_number_of_attempts_is_the_settings(aws: dict[str, Any]) -> None:
     invocations = Invocations({"fn-ReleaseInventory": [throttled(), throttled()]})
     sleeps: list[float] = []
@@ -432,6 +446,35 @@ def test_a_reconciled_rows_life_ends_announced_without_a_lease_and_with_its_summ
         "failure": {"state": "ReserveInventory", "error": "Aborted", "cause": "cause of r1"},
         "manualRepair": False,
         "compensated": [{"state": "ReleaseInventory", "status": "COMPENSATED", "result": {"undone": True}}]}
+
+
+def test_a_second_run_while_the_first_announces_is_kept_out_by_the_lease(aws: dict[str, Any]) -> None:
+    """The row is RECORDED while the alert is published: the lease still holds it, so a second run (the sweep
+    meeting the event's run) cannot announce the same execution again."""
+    # Given a run that, while it publishes, meets a second run of the same execution
+    arn = aws["sfn"].add("r5", "ABORTED", ["ReserveInventory"])
+    reconciler: Reconciler = aws["reconciler"]
+    publish = reconciler._sns.publish
+    sent: list[str] = []
+    second: list[BaseException] = []
+
+    def publish_meeting_a_second_run(**kwargs: Any) -> Any:
+        sent.append(kwargs["Subject"])
+        if len(sent) == 1:
+            assert row(aws, "msg-r5")["reconciliation"]["S"] == "RECORDED"
+            try:
+                reconciler.reconcile(arn, via="sweep", now=NOW + timedelta(seconds=1))
+            except ReconcileBusy as busy:
+                second.append(busy)
+        return publish(**kwargs)
+
+    reconciler._sns.publish = publish_meeting_a_second_run
+    # When the first run announces
+    first = reconciler.reconcile(arn, via="event", now=NOW)
+    # Then the second run was refused, the alert went out once, and the finished row holds no lease
+    assert first.announced and len(second) == 1 and len(sent) == 1
+    item = row(aws, "msg-r5")
+    assert item["reconciliation"]["S"] == "ANNOUNCED" and "reconcileLeaseUntil" not in item
 
 
 def test_a_claimed_row_keeps_its_expiry_and_a_later_run_holds_a_five_minute_lease(aws: dict[str, Any]) -> None:
@@ -636,6 +679,24 @@ def test_a_business_error_the_tail_recorded_but_did_not_announce_is_announced(aw
     assert (context["failedState"], context["error"], context["status"]) == ("ChargePayment", "PaymentDeclined",
                                                                             "FAILED")
     assert drain(aws["sqs"], aws["dlq"]) == []
+
+
+def test_an_execution_aborted_in_the_tail_of_a_transient_failure_is_announced(aws: dict[str, Any]) -> None:
+    """A transient failure waits for the automatic redrive, but a person who stops its execution decides it."""
+    # Given an execution aborted in ClaimFailure, the tail describing an error ChargePayment retries
+    tail = {"failure": {"state": "ChargePayment", "error": "TransientError", "cause": "busy"},
+            "compensation": None, "manualRepair": False}
+    arn = aws["sfn"].add("al4", "ABORTED", ["ChargePayment", "ClaimFailure"], tail_input=tail,
+                         exited=("ChargePayment",))
+    assert "TransientError" in RETRIED["ChargePayment"]
+    sent = published(aws)
+    # When it is reconciled
+    result = aws["reconciler"].reconcile(arn, via="event", now=NOW)
+    # Then it is announced as waiting for a person's decision, not left for a retry
+    assert result.announced
+    context = json.loads(json.loads(sent[0]["Message"])["default"])["metadata"]["additionalContext"]
+    assert (context["status"], context["error"], context["disposition"]) == ("ABORTED", "TransientError",
+                                                                            "needs-decision")
 
 
 def test_an_exhausted_transient_failure_is_announced(aws: dict[str, Any]) -> None:
