@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from fire_and_forget.healing.reconciliation import Reconciler, ReconcilerSettings, Verdict
+from fire_and_forget.healing.reconciliation import History, Reconciler, ReconcilerSettings, Verdict
 from fire_and_forget.runtime.healing_policy import HealingPolicy
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:saga"
@@ -189,3 +189,24 @@ def test_an_execution_that_has_not_failed_is_neither_reconciled_nor_marked(
     sfn.add_response("describe_execution", described("r1", status, **others), {"executionArn": arn("r1")})
     result = reconciler.reconcile(arn("r1"), via="event", now=NOW)
     assert (result.verdict, result.status, result.message_id) == (Verdict.NOT_FAILED, status, None)
+
+
+def test_the_history_is_read_page_by_page_with_the_input_each_state_was_entered_with(
+        stubbed: tuple[Reconciler, Stubber, Stubber]) -> None:
+    reconciler, sfn, _dynamodb = stubbed
+    # Given a history of two pages, the failure tail's input on the second
+    tail = '{"failure": {"state": "ChargePayment", "error": "PaymentDeclined"}}'
+    first_page = [{"id": 1, "timestamp": NOW, "type": "ExecutionStarted"},
+                  {"id": 2, "previousEventId": 1, "timestamp": NOW, "type": "TaskStateEntered",
+                   "stateEnteredEventDetails": {"name": "ChargePayment", "input": "{}"}}]
+    second_page = [{"id": 3, "previousEventId": 2, "timestamp": NOW, "type": "TaskStateEntered",
+                    "stateEnteredEventDetails": {"name": "ClaimFailure", "input": tail}}]
+    request = {"executionArn": arn("x1"), "includeExecutionData": True}
+    sfn.add_response("get_execution_history", {"events": first_page, "nextToken": "page-2"}, request)
+    sfn.add_response("get_execution_history", {"events": second_page}, request | {"nextToken": "page-2"})
+    # When the Reconciler reads it
+    events = reconciler._history(arn("x1"))
+    # Then both pages were asked for with the events' data, and the tail's input is there to be read
+    assert [event["id"] for event in events] == [1, 2, 3]
+    assert History.from_events(events).tail_input == {"failure": {"state": "ChargePayment",
+                                                                  "error": "PaymentDeclined"}}
