@@ -210,3 +210,30 @@ def test_the_history_is_read_page_by_page_with_the_input_each_state_was_entered_
     assert [event["id"] for event in events] == [1, 2, 3]
     assert History.from_events(events).tail_input == {"failure": {"state": "ChargePayment",
                                                                   "error": "PaymentDeclined"}}
+
+
+def test_a_refused_claim_reads_the_row_consistently_to_find_it_announced(
+        stubbed: tuple[Reconciler, Stubber, Stubber]) -> None:
+    reconciler, _sfn, dynamodb = stubbed
+    stamp = int(NOW.timestamp())
+    # Given a row another run finished: the claim's condition refuses it
+    dynamodb.add_client_error("update_item", "ConditionalCheckFailedException", "The conditional request failed",
+                              expected_params={
+        "TableName": TABLE, "Key": {"messageId": {"S": "m-1"}},
+        "UpdateExpression": "SET executionArn = if_not_exists(executionArn, :arn), "
+                            "reconciliation = if_not_exists(reconciliation, :claimed), "
+                            "reconcileLeaseUntil = :lease, expiresAt = if_not_exists(expiresAt, :ttl)",
+        "ConditionExpression": "(attribute_not_exists(messageId) OR executionArn = :arn) AND "
+                               "(attribute_not_exists(reconcileLeaseUntil) OR reconcileLeaseUntil < :now) AND "
+                               "(attribute_not_exists(reconciliation) OR reconciliation <> :announced)",
+        "ExpressionAttributeValues": {
+            ":arn": {"S": arn("a1")}, ":claimed": {"S": "CLAIMED"}, ":announced": {"S": "ANNOUNCED"},
+            ":lease": {"N": str(stamp + 300)}, ":now": {"N": str(stamp)}, ":ttl": {"N": str(stamp + 3600)}},
+        "ReturnValues": "ALL_NEW"})
+    # ... and a strongly consistent read, so that the other run's last write is seen
+    dynamodb.add_response("get_item", {"Item": {"messageId": {"S": "m-1"}, "executionArn": {"S": arn("a1")},
+                                                "reconciliation": {"S": "ANNOUNCED"}}},
+                          {"TableName": TABLE, "Key": {"messageId": {"S": "m-1"}}, "ConsistentRead": True})
+    # When this run claims it, Then it gets the finished row back rather than a claim
+    assert reconciler._claim("m-1", arn("a1"), NOW) == {"messageId": "m-1", "executionArn": arn("a1"),
+                                                        "reconciliation": "ANNOUNCED"}

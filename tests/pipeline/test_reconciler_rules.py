@@ -153,6 +153,16 @@ def test_a_task_only_scheduled_is_in_flight_and_state_events_are_not_tasks() -> 
     assert History.from_events(history).in_flight == (InFlight("ReserveInventory", NOW),)
 
 
+def test_an_ending_closes_only_the_task_it_follows() -> None:
+    # Given a Lambda task started, and an ending whose opening the history does not show
+    history = [_event(1, "ExecutionStarted", 0),
+               _event(2, "TaskStateEntered", 1, stateEnteredEventDetails={"name": "ChargePayment"}),
+               _event(3, "LambdaFunctionScheduled", 2), _event(4, "LambdaFunctionStarted", 3),
+               _event(5, "LambdaFunctionFailed", 99)]
+    # When the history is read, Then the started task is still in flight
+    assert History.from_events(history).in_flight == (InFlight("ChargePayment", NOW),)
+
+
 def test_a_task_event_whose_chain_leads_to_no_state_belongs_to_no_known_state() -> None:
     orphan = [_event(1, "ExecutionStarted", 0), _event(7, "TaskScheduled", 1, NOW)]
     assert History.from_events(orphan).in_flight == (InFlight("?", NOW),)
