@@ -528,6 +528,23 @@ def test_a_message_another_execution_owns_is_marked_settled_for_the_sweep(aws: d
     assert row(aws, "shared")["executionArn"]["S"] == owner and "reconciliation" not in row(aws, "shared")
 
 
+def test_every_verdict_names_the_execution_it_is_about(aws: dict[str, Any]) -> None:
+    """The entry point logs each result by its executionArn: a run that did nothing names its execution too."""
+    # Given an execution that succeeded, one another execution's claim owns, and one reconciled already
+    running = aws["sfn"].add("v1", "SUCCEEDED", ["ReserveInventory"])
+    owner = aws["sfn"].add("v2", "SUCCEEDED", ["ReserveInventory"], message_id="shared-v")
+    twin = aws["sfn"].add("v3", "ABORTED", ["ReserveInventory"], message_id="shared-v")
+    aws["dynamodb"].put_item(TableName="deliveries", Item={"messageId": {"S": "shared-v"},
+                                                           "executionArn": {"S": owner}})
+    done = aws["sfn"].add("v4", "ABORTED", ["ReserveInventory"])
+    aws["reconciler"].reconcile(done, via="event", now=NOW)
+    # When each is reconciled
+    results = [aws["reconciler"].reconcile(arn, via="sweep", now=NOW) for arn in (running, twin, done)]
+    # Then each result says what it found, and about which execution
+    assert [(result.verdict, result.execution_arn) for result in results] == [
+        (Verdict.NOT_FAILED, running), (Verdict.NOT_OWNER, twin), (Verdict.ALREADY_RECONCILED, done)]
+
+
 class FailingUpdates:
     """The account's DynamoDB, whose UpdateItem fails with `code` while `failing` is set."""
 
