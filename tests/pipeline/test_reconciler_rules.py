@@ -749,5 +749,16 @@ def test_event_times_are_read_as_aware_datetimes_and_a_missing_one_is_now() -> N
         event_time("yesterday")
 
 
+def test_a_history_time_without_a_zone_is_read_as_utc() -> None:
+    # Given a task event whose timestamp carries no zone
+    naive = NOW.replace(tzinfo=None)
+    history = [_event(1, "ExecutionStarted", 0),
+               _event(2, "TaskStateEntered", 1, stateEnteredEventDetails={"name": "ChargePayment"}),
+               _event(3, "TaskScheduled", 2, naive)]
+    # When the history is read, Then the task is in flight from that time in UTC, comparable with any aware time
+    (task,) = History.from_events(history).in_flight
+    assert task == InFlight("ChargePayment", NOW) and task.started.tzinfo is UTC
+
+
 def test_a_stage_is_its_name() -> None:
     assert [stage.value for stage in Stage] == ["CLAIMED", "RECORDED", "ANNOUNCED"]
