@@ -58,6 +58,16 @@ def test_timeouts_are_transient_and_aborts_are_a_persons_decision() -> None:
                               attempt=0, status="ABORTED") is Disposition.NEEDS_DECISION
 
 
+def test_a_timed_out_execution_waits_for_a_retry_whatever_error_its_record_names() -> None:
+    # Given an execution that timed out in its failure tail, the tail describing an error no state retries
+    # When the policy decides, Then the timeout decides: it is transient
+    assert POLICY.is_transient(state="ChargePayment", error="PaymentDeclined", status="TIMED_OUT")
+    assert POLICY.disposition(state="ChargePayment", error="PaymentDeclined", manual_repair=False, attempt=0,
+                              status="TIMED_OUT") is Disposition.RETRY
+    # ... while the same record of a FAILED execution needs a decision
+    assert not POLICY.is_transient(state="ChargePayment", error="PaymentDeclined", status="FAILED")
+
+
 def test_the_last_attempt_exhausts_the_retries() -> None:
     dispositions = [POLICY.disposition(state="ChargePayment", error="TransientError", manual_repair=False,
                                        attempt=n) for n in range(5)]

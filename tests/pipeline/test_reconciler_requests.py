@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from fire_and_forget.healing.reconciliation import Reconciler, ReconcilerSettings, Verdict
+from fire_and_forget.healing.reconciliation import History, Reconciler, ReconcilerSettings, Verdict
 from fire_and_forget.runtime.healing_policy import HealingPolicy
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:saga"
@@ -189,3 +189,51 @@ def test_an_execution_that_has_not_failed_is_neither_reconciled_nor_marked(
     sfn.add_response("describe_execution", described("r1", status, **others), {"executionArn": arn("r1")})
     result = reconciler.reconcile(arn("r1"), via="event", now=NOW)
     assert (result.verdict, result.status, result.message_id) == (Verdict.NOT_FAILED, status, None)
+
+
+def test_the_history_is_read_page_by_page_with_the_input_each_state_was_entered_with(
+        stubbed: tuple[Reconciler, Stubber, Stubber]) -> None:
+    reconciler, sfn, _dynamodb = stubbed
+    # Given a history of two pages, the failure tail's input on the second
+    tail = '{"failure": {"state": "ChargePayment", "error": "PaymentDeclined"}}'
+    first_page = [{"id": 1, "timestamp": NOW, "type": "ExecutionStarted"},
+                  {"id": 2, "previousEventId": 1, "timestamp": NOW, "type": "TaskStateEntered",
+                   "stateEnteredEventDetails": {"name": "ChargePayment", "input": "{}"}}]
+    second_page = [{"id": 3, "previousEventId": 2, "timestamp": NOW, "type": "TaskStateEntered",
+                    "stateEnteredEventDetails": {"name": "ClaimFailure", "input": tail}}]
+    request = {"executionArn": arn("x1"), "includeExecutionData": True}
+    sfn.add_response("get_execution_history", {"events": first_page, "nextToken": "page-2"}, request)
+    sfn.add_response("get_execution_history", {"events": second_page}, request | {"nextToken": "page-2"})
+    # When the Reconciler reads it
+    events = reconciler._history(arn("x1"))
+    # Then both pages were asked for with the events' data, and the tail's input is there to be read
+    assert [event["id"] for event in events] == [1, 2, 3]
+    assert History.from_events(events).tail_input == {"failure": {"state": "ChargePayment",
+                                                                  "error": "PaymentDeclined"}}
+
+
+def test_a_refused_claim_reads_the_row_consistently_to_find_it_announced(
+        stubbed: tuple[Reconciler, Stubber, Stubber]) -> None:
+    reconciler, _sfn, dynamodb = stubbed
+    stamp = int(NOW.timestamp())
+    # Given a row another run finished: the claim's condition refuses it
+    dynamodb.add_client_error("update_item", "ConditionalCheckFailedException", "The conditional request failed",
+                              expected_params={
+        "TableName": TABLE, "Key": {"messageId": {"S": "m-1"}},
+        "UpdateExpression": "SET executionArn = if_not_exists(executionArn, :arn), "
+                            "reconciliation = if_not_exists(reconciliation, :claimed), "
+                            "reconcileLeaseUntil = :lease, expiresAt = if_not_exists(expiresAt, :ttl)",
+        "ConditionExpression": "(attribute_not_exists(messageId) OR executionArn = :arn) AND "
+                               "(attribute_not_exists(reconcileLeaseUntil) OR reconcileLeaseUntil < :now) AND "
+                               "(attribute_not_exists(reconciliation) OR reconciliation <> :announced)",
+        "ExpressionAttributeValues": {
+            ":arn": {"S": arn("a1")}, ":claimed": {"S": "CLAIMED"}, ":announced": {"S": "ANNOUNCED"},
+            ":lease": {"N": str(stamp + 300)}, ":now": {"N": str(stamp)}, ":ttl": {"N": str(stamp + 3600)}},
+        "ReturnValues": "ALL_NEW"})
+    # ... and a strongly consistent read, so that the other run's last write is seen
+    dynamodb.add_response("get_item", {"Item": {"messageId": {"S": "m-1"}, "executionArn": {"S": arn("a1")},
+                                                "reconciliation": {"S": "ANNOUNCED"}}},
+                          {"TableName": TABLE, "Key": {"messageId": {"S": "m-1"}}, "ConsistentRead": True})
+    # When this run claims it, Then it gets the finished row back rather than a claim
+    assert reconciler._claim("m-1", arn("a1"), NOW) == {"messageId": "m-1", "executionArn": arn("a1"),
+                                                        "reconciliation": "ANNOUNCED"}

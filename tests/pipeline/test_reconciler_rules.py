@@ -153,6 +153,16 @@ def test_a_task_only_scheduled_is_in_flight_and_state_events_are_not_tasks() -> 
     assert History.from_events(history).in_flight == (InFlight("ReserveInventory", NOW),)
 
 
+def test_an_ending_closes_only_the_task_it_follows() -> None:
+    # Given a Lambda task started, and an ending whose opening the history does not show
+    history = [_event(1, "ExecutionStarted", 0),
+               _event(2, "TaskStateEntered", 1, stateEnteredEventDetails={"name": "ChargePayment"}),
+               _event(3, "LambdaFunctionScheduled", 2), _event(4, "LambdaFunctionStarted", 3),
+               _event(5, "LambdaFunctionFailed", 99)]
+    # When the history is read, Then the started task is still in flight
+    assert History.from_events(history).in_flight == (InFlight("ChargePayment", NOW),)
+
+
 def test_a_task_event_whose_chain_leads_to_no_state_belongs_to_no_known_state() -> None:
     orphan = [_event(1, "ExecutionStarted", 0), _event(7, "TaskScheduled", 1, NOW)]
     assert History.from_events(orphan).in_flight == (InFlight("?", NOW),)
@@ -355,6 +365,20 @@ def test_a_throttled_compensation_is_retried_with_doubling_backoff_then_left_to_
     assert result.compensated == [{"state": "ReleaseInventory", "status": "COMPENSATED", "result": {"done": True}}]
 
 
+def test_a_compensation_still_throttled_names_its_last_error_and_what_aws_said(aws: dict[str, Any]) -> None:
+    # Given a release that is throttled on every attempt
+    invocations = Invocations({"fn-ReleaseInventory": [throttled(), throttled(), throttled()]})
+    reconciler = reconciler_with(aws, invocations, [])
+    arn = aws["sfn"].add("c4", "ABORTED", ["ReserveInventory"])
+    # When the reconcile gives up on it for this run
+    with pytest.raises(CompensationRetryable) as retry:
+        reconciler.reconcile(arn, via="event", now=NOW)
+    # Then the retry's reason is the last error: its code and AWS's own text
+    assert str(retry.value) == (
+        "ReleaseInventory still failing transiently: {'error': 'TooManyRequestsException', 'cause': "
+        "'An error occurred (TooManyRequestsException) when calling the Invoke operation: Rate exceeded'}")
+
+
 def test_the_number_of_attempts_is_the_settings(aws: dict[str, Any]) -> None:
     invocations = Invocations({"fn-ReleaseInventory": [throttled(), throttled()]})
     sleeps: list[float] = []
@@ -434,6 +458,35 @@ def test_a_reconciled_rows_life_ends_announced_without_a_lease_and_with_its_summ
         "compensated": [{"state": "ReleaseInventory", "status": "COMPENSATED", "result": {"undone": True}}]}
 
 
+def test_a_second_run_while_the_first_announces_is_kept_out_by_the_lease(aws: dict[str, Any]) -> None:
+    """The row is RECORDED while the alert is published: the lease still holds it, so a second run (the sweep
+    meeting the event's run) cannot announce the same execution again."""
+    # Given a run that, while it publishes, meets a second run of the same execution
+    arn = aws["sfn"].add("r5", "ABORTED", ["ReserveInventory"])
+    reconciler: Reconciler = aws["reconciler"]
+    publish = reconciler._sns.publish
+    sent: list[str] = []
+    second: list[BaseException] = []
+
+    def publish_meeting_a_second_run(**kwargs: Any) -> Any:
+        sent.append(kwargs["Subject"])
+        if len(sent) == 1:
+            assert row(aws, "msg-r5")["reconciliation"]["S"] == "RECORDED"
+            try:
+                reconciler.reconcile(arn, via="sweep", now=NOW + timedelta(seconds=1))
+            except ReconcileBusy as busy:
+                second.append(busy)
+        return publish(**kwargs)
+
+    reconciler._sns.publish = publish_meeting_a_second_run
+    # When the first run announces
+    first = reconciler.reconcile(arn, via="event", now=NOW)
+    # Then the second run was refused, the alert went out once, and the finished row holds no lease
+    assert first.announced and len(second) == 1 and len(sent) == 1
+    item = row(aws, "msg-r5")
+    assert item["reconciliation"]["S"] == "ANNOUNCED" and "reconcileLeaseUntil" not in item
+
+
 def test_a_claimed_row_keeps_its_expiry_and_a_later_run_holds_a_five_minute_lease(aws: dict[str, Any]) -> None:
     arn = aws["sfn"].add("r2", "ABORTED", ["ReserveInventory"])
     aws["dynamodb"].put_item(TableName="deliveries", Item={"messageId": {"S": "msg-r2"}, "executionArn": {"S": arn},
@@ -473,6 +526,23 @@ def test_a_message_another_execution_owns_is_marked_settled_for_the_sweep(aws: d
     assert (result.verdict, result.message_id, result.status) == (Verdict.NOT_OWNER, "shared", "ABORTED")
     assert list(aws["reconciler"].sweep(NOW, timedelta(hours=6), timedelta(hours=1))) == []
     assert row(aws, "shared")["executionArn"]["S"] == owner and "reconciliation" not in row(aws, "shared")
+
+
+def test_every_verdict_names_the_execution_it_is_about(aws: dict[str, Any]) -> None:
+    """The entry point logs each result by its executionArn: a run that did nothing names its execution too."""
+    # Given an execution that succeeded, one another execution's claim owns, and one reconciled already
+    running = aws["sfn"].add("v1", "SUCCEEDED", ["ReserveInventory"])
+    owner = aws["sfn"].add("v2", "SUCCEEDED", ["ReserveInventory"], message_id="shared-v")
+    twin = aws["sfn"].add("v3", "ABORTED", ["ReserveInventory"], message_id="shared-v")
+    aws["dynamodb"].put_item(TableName="deliveries", Item={"messageId": {"S": "shared-v"},
+                                                           "executionArn": {"S": owner}})
+    done = aws["sfn"].add("v4", "ABORTED", ["ReserveInventory"])
+    aws["reconciler"].reconcile(done, via="event", now=NOW)
+    # When each is reconciled
+    results = [aws["reconciler"].reconcile(arn, via="sweep", now=NOW) for arn in (running, twin, done)]
+    # Then each result says what it found, and about which execution
+    assert [(result.verdict, result.execution_arn) for result in results] == [
+        (Verdict.NOT_FAILED, running), (Verdict.NOT_OWNER, twin), (Verdict.ALREADY_RECONCILED, done)]
 
 
 class FailingUpdates:
@@ -638,6 +708,24 @@ def test_a_business_error_the_tail_recorded_but_did_not_announce_is_announced(aw
     assert drain(aws["sqs"], aws["dlq"]) == []
 
 
+def test_an_execution_aborted_in_the_tail_of_a_transient_failure_is_announced(aws: dict[str, Any]) -> None:
+    """A transient failure waits for the automatic redrive, but a person who stops its execution decides it."""
+    # Given an execution aborted in ClaimFailure, the tail describing an error ChargePayment retries
+    tail = {"failure": {"state": "ChargePayment", "error": "TransientError", "cause": "busy"},
+            "compensation": None, "manualRepair": False}
+    arn = aws["sfn"].add("al4", "ABORTED", ["ChargePayment", "ClaimFailure"], tail_input=tail,
+                         exited=("ChargePayment",))
+    assert "TransientError" in RETRIED["ChargePayment"]
+    sent = published(aws)
+    # When it is reconciled
+    result = aws["reconciler"].reconcile(arn, via="event", now=NOW)
+    # Then it is announced as waiting for a person's decision, not left for a retry
+    assert result.announced
+    context = json.loads(json.loads(sent[0]["Message"])["default"])["metadata"]["additionalContext"]
+    assert (context["status"], context["error"], context["disposition"]) == ("ABORTED", "TransientError",
+                                                                            "needs-decision")
+
+
 def test_an_exhausted_transient_failure_is_announced(aws: dict[str, Any]) -> None:
     arn = aws["sfn"].add("al3", "TIMED_OUT", ["ReserveInventory"])
     record = json.loads(aws["sfn"].executions[arn]["input"])[0]
@@ -659,6 +747,17 @@ def test_event_times_are_read_as_aware_datetimes_and_a_missing_one_is_now() -> N
     assert before <= event_time(None) <= datetime.now(UTC)
     with pytest.raises(ValueError, match=r"^not an ISO 8601 time: 'yesterday'$"):
         event_time("yesterday")
+
+
+def test_a_history_time_without_a_zone_is_read_as_utc() -> None:
+    # Given a task event whose timestamp carries no zone
+    naive = NOW.replace(tzinfo=None)
+    history = [_event(1, "ExecutionStarted", 0),
+               _event(2, "TaskStateEntered", 1, stateEnteredEventDetails={"name": "ChargePayment"}),
+               _event(3, "TaskScheduled", 2, naive)]
+    # When the history is read, Then the task is in flight from that time in UTC, comparable with any aware time
+    (task,) = History.from_events(history).in_flight
+    assert task == InFlight("ChargePayment", NOW) and task.started.tzinfo is UTC
 
 
 def test_a_stage_is_its_name() -> None:

@@ -35,6 +35,8 @@ def redrive_bytes(attempt: int, first: str) -> int:
 # (record, attempt, its resent size): every attribute shape the pipe's record can hold, and records missing parts
 SIZED: list[tuple[str, dict[str, Any], int, int]] = [
     ("no message id, no attributes", {"body": "x" * 100}, 0, 100 + redrive_bytes(0, "")),
+    ("a ninth attempt: the count's last one-digit value", {"messageId": "m-1", "body": "x" * 100}, 8,
+     100 + redrive_bytes(8, "m-1")),
     ("a tenth attempt", {"messageId": "m-1", "body": "x" * 100}, 9, 100 + redrive_bytes(9, "m-1")),
     ("an attribute without a data type", {"messageId": "m-1", "body": "{}",
                                           "messageAttributes": {"note": {"stringValue": "abc"}}},
