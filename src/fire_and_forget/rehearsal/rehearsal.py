@@ -14,7 +14,6 @@ from typing import Any
 import boto3
 from botocore.config import Config
 from moto import mock_aws
-from moto.stepfunctions.parser.api import ExecutionStatus
 from moto.stepfunctions.responses import get_backend
 
 from fire_and_forget.rehearsal import client_cache, parse_cache
@@ -31,7 +30,12 @@ from fire_and_forget.rehearsal.metrics import ServiceMetrics
 from fire_and_forget.rehearsal.pipe import PipeDefinition, PipeEmulator
 from fire_and_forget.rehearsal.schedules import Firing, Scheduler, read_schedules
 from fire_and_forget.rehearsal.services import install_service_faults
-from fire_and_forget.rehearsal.sfn_responses import execution_history, install_history_cache, install_stop_dates
+from fire_and_forget.rehearsal.sfn_responses import (
+    execution_history,
+    install_history_cache,
+    install_stop_dates,
+    is_running,
+)
 from fire_and_forget.rehearsal.sqs_time import install_sqs_on_the_clock
 from fire_and_forget.runtime.outputs import Output
 
@@ -254,9 +258,7 @@ class Rehearsal:
         execution) would cost more than the work it waits for."""
         # The interpreter's state machine (moto's stepfunctions.parser), not the type get_backend declares.
         state_machine: Any = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
-        # An execution StartExecution is still setting up has no status yet: it is running as far as a caller knows.
-        return {execution.execution_arn for execution in state_machine.executions
-                if execution.exec_status in (None, ExecutionStatus.RUNNING)}
+        return {execution.execution_arn for execution in state_machine.executions if is_running(execution)}
 
     def set_execution_timeout(self, seconds: int | None) -> None:
         """Time compression, like the retry waits: executions started from now on time out after `seconds`

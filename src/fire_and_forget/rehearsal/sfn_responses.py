@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
+from moto.stepfunctions.parser.api import ExecutionStatus
 from moto.stepfunctions.responses import StepFunctionResponse, get_backend
 
 TIMED_OUT = "TIMED_OUT"
@@ -68,6 +69,12 @@ def install_stop_dates() -> Callable[[], None]:
     return uninstall
 
 
+def is_running(execution: Any) -> bool:
+    """Whether an execution of moto's interpreter is still running as a caller sees it: running, or not yet given a
+    status by the StartExecution that is creating it."""
+    return execution.exec_status in (None, ExecutionStatus.RUNNING)
+
+
 def install_history_cache() -> Callable[[], None]:
     """GetExecutionHistory of a stopped execution answered, after the first time, with the bytes moto's serializer
     gave that first time; returns the function that puts moto's back.
@@ -83,8 +90,7 @@ def install_history_cache() -> Callable[[], None]:
     def get_execution_history(self: StepFunctionResponse) -> Any:
         arn = self._get_param("executionArn")
         execution: Any = self.stepfunction_backend.describe_execution(arn)
-        status = getattr(execution, "exec_status", None)
-        if status is None or str(getattr(status, "value", status)) == "RUNNING" or execution.exec_worker.env is None:
+        if is_running(execution) or execution.exec_worker.env is None:
             return original(self)
         events = execution.exec_worker.env.event_manager.get_event_history()
         key = (arn, len(events), self.body)  # the request's parameters as sent
