@@ -10,6 +10,8 @@ from bench.ceiling import PIPES_CONCURRENCY, PIPES_QUOTAS, QUOTAS, SFN_QUOTAS, c
 from bench.cli_startup import BUDGET_SECONDS as CLI_BUDGET_SECONDS
 from bench.cli_startup import Startup
 from bench.demo_run import DemoRun
+from bench.overhead import GOAL as OVERHEAD_GOAL
+from bench.overhead import Overhead
 from bench.paths import ANCHORS, DUPLICATE, RESEND, SCENARIOS, MixResult, PathResult
 from bench.synth import SuiteRun, SynthTimes
 from bench.throughput import Level
@@ -31,13 +33,14 @@ class Run:
     throughput: list[Level]
     suite: SuiteRun | None
     cli: list[Startup] | None = None
+    overhead: Overhead | None = None
     seconds: float = 0.0
     commit_after: str = ""  # the checkout may move under a long run: say so
 
 
 def render(run: Run) -> str:
     sections = [_header(run), _transitions(run), _cost(run), _coldstart(run), _cli(run), _synth(run),
-                _throughput(run), _ceiling(run)]
+                _throughput(run), _overhead(run), _ceiling(run)]
     return "\n\n".join(sections) + "\n"
 
 
@@ -113,7 +116,7 @@ def _cost(run: Run) -> str:
     for scenario in (*SCENARIOS, RESEND, DUPLICATE):
         u = run.paths[scenario.name].usage
         rows.append([scenario.name, u.transitions, u.lambda_invocations, u.sns_publishes, u.sqs_requests,
-                     u.pipe_requests, f"{u.dynamodb_writes}/{u.dynamodb_reads}",
+                     u.pipe_requests, f"{u.dynamodb_writes:g}/{u.dynamodb_reads:g}",
                      f"${run.paths[scenario.name].cost_per_million:,.2f}"])
     weights = [[name, f"{share:.0%}"] for name, share in run.mix.weights.items()]
     prices = [[key, f"{price.usd * 1e6:,.4f}", price.per, price.source] for key, price in cost.PRICES.items()]
@@ -121,8 +124,10 @@ def _cost(run: Run) -> str:
         "## 2. Cost per 1M orders",
         "",
         "`fire_and_forget.rehearsal.cost.usage_of_execution` turns each execution's history into billable requests",
-        "(billed transitions, Lambda invocations, SNS publishes, SQS and DynamoDB requests), priced at",
-        "`fire_and_forget.rehearsal.cost.PRICES`.",
+        "(billed transitions, Lambda invocations, SNS publishes, SQS requests), and the rehearsal's DynamoDB meter",
+        "(`fire_and_forget.rehearsal.capacity`) counts the write and read request units (W/R) of every DynamoDB call",
+        "the message caused, by DynamoDB's documented rules (item sizes, transactions at twice the units); all priced",
+        "at `fire_and_forget.rehearsal.cost.PRICES`.",
         "",
         _table(["path", "transitions", "Lambda", "SNS", "SQS", "pipe", "DynamoDB W/R", "USD per 1M orders"], rows),
         "",
@@ -145,8 +150,9 @@ def _cost(run: Run) -> str:
         "",
         f"- Lambda memory {cost.LAMBDA_MEMORY_GB} GB and {cost.LAMBDA_BILLED_MS} ms billed per invocation (a"
         " DynamoDB-bound handler's warm duration in AWS; offline timings are not AWS timings).",
-        f"- {cost.DYNAMODB_WRITES_PER_INVOCATION} DynamoDB writes and {cost.DYNAMODB_READS_PER_INVOCATION} read per"
-        " invocation (idempotency record in progress and completed, about two domain writes, one idempotency read).",
+        "- A ConditionCheck in a transaction is metered as a transactional write of the item it checks (2 write",
+        " units per KB, as measured against DynamoDB and published; DynamoDB's pages do not say); read as a",
+        " transactional read instead, each would cost 2 read units.",
         f"- {cost.SQS_REQUESTS_PER_MESSAGE} SQS requests per message (send, receive, delete) and one pipe request per"
         " execution; every payload under 64 KB. No free tier, no CloudWatch Logs, alarms or dashboard.",
     ])
@@ -265,6 +271,31 @@ def _throughput(run: Run) -> str:
                 "succeeded"], rows),
         "",
         _scaling(run.throughput),
+    ])
+
+
+def _overhead(run: Run) -> str:
+    o = run.overhead
+    if o is None:
+        return "### Emulation overhead\n\nSkipped in this run."
+    verdict = "within" if o.wall_ratio <= OVERHEAD_GOAL else "**over**"
+    return "\n".join([
+        "### Emulation overhead",
+        "",
+        "`bench.overhead.measure`: in one rehearsal, valid orders one at a time, alternately through the whole",
+        "rehearsal (SendMessage, the pipe, moto's Step Functions interpreter, each Task through moto's Lambda API) and",
+        "straight through the same three handlers in process (`LambdaRuntime.call`) on the same moto DynamoDB: the",
+        "handlers' own work, this machine's floor for an order. Medians per order over "
+        f"{o.orders} orders on each side.",
+        "",
+        _table(["per order", "wall ms", "CPU ms"], [
+            ["through the rehearsal", f"{o.rehearsal_wall * 1000:.1f}", f"{o.rehearsal_cpu * 1000:.1f}"],
+            ["the three handlers directly", f"{o.direct_wall * 1000:.1f}", f"{o.direct_cpu * 1000:.1f}"],
+            ["ratio", f"{o.wall_ratio:.2f}x", f"{o.cpu_ratio:.2f}x"],
+        ]),
+        "",
+        f"The emulation costs {o.wall_ratio:.2f}x the handlers' own time, {verdict} the goal of "
+        f"{OVERHEAD_GOAL:.0f}x.",
     ])
 
 

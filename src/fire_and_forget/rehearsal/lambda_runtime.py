@@ -88,6 +88,11 @@ class LambdaRuntime:
         self.metric_documents: list[dict[str, Any]] = []
         self._pattern_asset: Path | None = None  # the asset the pattern's own function modules were last imported for
 
+    @property
+    def task_names(self) -> dict[str, str]:
+        """Physical function name -> the task (state) that invokes it."""
+        return dict(self._task_names)
+
     def install(self) -> None:
         os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"  # no X-Ray daemon offline
         self._original_invoke = LambdaSimpleBackend.invoke
@@ -172,6 +177,16 @@ class LambdaRuntime:
             self.invocations.append(Invocation(task, None, (time.perf_counter() - started) * 1000))
             self._collect(output.getvalue())
         return json.dumps(result).encode("utf-8")
+
+    def call(self, function: Any, event: Any) -> Any:
+        """A function's handler run in-process as an invocation runs it (its environment, its context, its logs and
+        metrics collected), with nothing of the Lambda API around it: no fault, no record, no service response. What
+        an invocation costs this machine at the least (bench/overhead.py); `function` is moto's LambdaFunction."""
+        with self._lock, self._invocation_environment(function) as output:
+            try:
+                return self._handler(function)(event, _Context(function))
+            finally:
+                self._collect(output.getvalue())
 
     @staticmethod
     def _error(response_headers: dict[str, str], error_type: str, message: str, trace: list[str]) -> bytes:
