@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: make the repository root importable (bench, offline, app)
     sys.path.insert(0, str(ROOT))
 
-from bench import cli_startup, coldstart, demo_run, machine, overhead, paths, synth, throughput  # noqa: E402
+from bench import cli_startup, coldstart, demo_run, idle, machine, overhead, paths, synth, throughput  # noqa: E402
 from bench.report import Run, render  # noqa: E402
 from tests.support.mutation_table import carried_over  # noqa: E402
 
@@ -60,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = paths.run_paths(args.assembly)
     _step(f"offline throughput at {', '.join(map(str, args.levels))} concurrent messages")
     levels = throughput.measure(args.assembly, args.levels)
+    _step("a virtual idle day: what the schedules and the sweep cost with no traffic")
+    at_idle = idle.measure(args.assembly)
     _step("emulation overhead: orders through the rehearsal against the three handlers called directly")
     emulation = overhead.measure(args.assembly, args.overhead_orders)
     demo = None
@@ -73,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _step("the full test suite (python -m pytest -q -p no:randomly)")
         suite = synth.run_suite()
 
-    run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite, cli, emulation)
+    run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite, cli, emulation, at_idle)
     run.seconds = time.perf_counter() - started
     run.commit_after = machine.commit()
     previous = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
