@@ -142,3 +142,20 @@ def test_the_benchmarks_floor_is_the_same_work_as_an_order_through_the_rehearsal
         direct = [item for item in items if direct_id in repr(item)]
         assert len(piped) == len(direct) == 1, (table, items)
         assert set(piped[0]) == set(direct[0]), table
+
+
+def test_the_dynamodb_meter_never_takes_a_fault_planned_for_the_pipeline(aws: Rehearsal) -> None:
+    # The meter looks at the stored item before and after each write (capacity.py); a fault on a table's calls must
+    # still strike the call it was planned for.
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    client = boto3.client("dynamodb", region_name=aws.region, config=Config(retries={"total_max_attempts": 1}))
+    table = aws.outputs["InventoryTableName"]
+    aws.faults.add(Fault("InventoryTable", FaultKind.UNAVAILABLE, times=1))
+    with pytest.raises(ClientError, match="ServiceUnavailable"):
+        client.put_item(TableName=table, Item={"sku": {"S": "METER-PROBE"}, "available": {"N": "1"}})
+    written = aws.capacity.snapshot()
+    client.put_item(TableName=table, Item={"sku": {"S": "METER-PROBE"}, "available": {"N": "1"}})
+    assert (aws.capacity.snapshot() - written).write == 1

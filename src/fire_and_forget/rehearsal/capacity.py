@@ -108,9 +108,15 @@ class CapacityMeter:
 
 
 def _stored(handler: DynamoHandler, table: str, key: dict[str, Any]) -> int:
+    """The size of the item stored under `key`, 0 if none, -1 if the table or key is not one (the call reports it).
+    Read from the table itself, past the backend's methods: a fault planned on a table's GetItem strikes the
+    pipeline's own calls, never this look."""
     try:
-        return _size(handler.dynamodb_backend.get_item(table, key))
-    except Exception:  # noqa: BLE001 - no table, a bad key: the call itself reports it; it then costs nothing here
+        schema = handler.dynamodb_backend.tables[table]
+        hash_key = DynamoType(key[schema.hash_key_attr])
+        range_key = DynamoType(key[schema.range_key_attr]) if schema.range_key_attr else None
+        return _size(schema.get_item(hash_key, range_key))
+    except Exception:  # noqa: BLE001 - no such table, a bad key: the call itself reports it
         return -1
 
 
