@@ -28,8 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from fire_and_forget.rehearsal import LAMBDA_BILLED_MS, PRICES, Rehearsal  # noqa: E402
-from fire_and_forget.rehearsal.cost import LAMBDA_MEMORY_GB  # noqa: E402
+from fire_and_forget.rehearsal import LAMBDA_BILLED_MS, PRICES, Rehearsal, cost  # noqa: E402
 
 HOURS_PER_MONTH = 730
 DAY = 24 * 3600
@@ -67,7 +66,7 @@ class Idle:
         invocations = sum(self.invocations.values())
         usd = (sum(self.firings.values()) * SCHEDULER_INVOCATION[0]
                + invocations * PRICES["lambda_request"].usd
-               + invocations * LAMBDA_MEMORY_GB * LAMBDA_BILLED_MS / 1000 * PRICES["lambda_gb_second"].usd
+               + invocations * cost.LAMBDA_MEMORY_GB * LAMBDA_BILLED_MS / 1000 * PRICES["lambda_gb_second"].usd
                + self.sqs_requests * PRICES["sqs_request"].usd
                + self.sns_publishes * PRICES["sns_publish"].usd
                + self.dynamodb_write_units * PRICES["dynamodb_write"].usd

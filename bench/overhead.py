@@ -33,8 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from demos.orders.samples import OrderKind, make_order, seed_inventory  # noqa: E402
-from fire_and_forget.rehearsal import Rehearsal  # noqa: E402
-from fire_and_forget.rehearsal.deployment import ACCOUNT  # noqa: E402
+from fire_and_forget.rehearsal import ACCOUNT, Rehearsal  # noqa: E402
 
 GOAL = 3.0
 SAGA = ("ReserveInventory", "ChargePayment", "ArrangeShipping")
