@@ -96,7 +96,8 @@ class FireAndForgetPipeline(Construct):
     Takes its props as keywords, as CDK constructs do; each is documented on PipelineProps. Exposes what it creates:
     `.source_queue`, `.source_dlq`, `.pipe`, `.state_machine`, `.failure_dlq`, `.alerts_topic`, `.alarms`,
     `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`, and `.props`; in REQUEST_RESPONSE mode
-    `.failure_dlq`, `.composite_alarm`, `.dashboard` and `.operator_policy` are None. Its outputs have fixed keys,
+    `.failure_dlq`, `.composite_alarm` and `.dashboard` are None and `.operator_policy` raises (ff-ops' policy reads
+    the FIRE_AND_FORGET parts). Its outputs have fixed keys,
     which is how ff-ops finds it: one pipeline per stack emits them.
     """
 
@@ -176,7 +177,7 @@ class FireAndForgetPipeline(Construct):
         self.alarms: dict[str, cw.Alarm] = {}
         self.composite_alarm: cw.CompositeAlarm | None = None
         self.dashboard: cw.Dashboard | None = None
-        self.operator_policy: iam.ManagedPolicy | None = None
+        self._operator_policy: iam.ManagedPolicy | None = None
         if returns:
             self._request_response_net(props, stack)
         else:
@@ -278,7 +279,7 @@ class FireAndForgetPipeline(Construct):
         self.alarms = monitoring.alarms
         self.composite_alarm = monitoring.composite
         self.dashboard = monitoring.dashboard
-        self.operator_policy = OperatorPolicy(
+        self._operator_policy = OperatorPolicy(
             self,
             "OperatorPolicy",
             resources=OperatedResources(
@@ -309,7 +310,7 @@ class FireAndForgetPipeline(Construct):
             Output.PIPE_ARN: self.pipe.attr_arn,
             Output.FAILURE_RULE_NAME: execution_events.rule.rule_name,
             Output.DASHBOARD_NAME: self.dashboard.dashboard_name,
-            Output.OPERATOR_POLICY_ARN: self.operator_policy.managed_policy_arn,
+            Output.OPERATOR_POLICY_ARN: self._operator_policy.managed_policy_arn,
             Output.DELIVERIES_TABLE_NAME: self.deliveries_table.table_name,
             Output.MESSAGE_KEY_FIELD: props.message_key,
             Output.RECONCILER_DLQ_URL: self.healing.reconciler_dlq.queue_url,
@@ -330,6 +331,15 @@ class FireAndForgetPipeline(Construct):
         for output_id, value in (dict(outputs) | dict(props.outputs)).items() if props.emit_outputs else ():
             # At the stack's top level, under the fixed key: ff-ops reads outputs by key.
             CfnOutput(self, str(output_id), value=value).override_logical_id(str(output_id))
+
+    @property
+    def operator_policy(self) -> iam.ManagedPolicy:
+        """The managed policy for the operators' role: exactly ff-ops' calls (FIRE_AND_FORGET mode)."""
+        if self._operator_policy is None:
+            raise WiringError(f"{self.node.path} runs in REQUEST_RESPONSE mode, which has no operator policy: ff-ops' "
+                              "calls read the failure DLQ, the Reconciler and Standard executions, none of which exist "
+                              "there (docs/construct.md, \"The two modes\").")
+        return self._operator_policy
 
     def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
         """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""
