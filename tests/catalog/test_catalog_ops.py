@@ -121,7 +121,7 @@ def test_failures_redrive_by_key_sends_back_only_that_product_which_is_then_inde
     assert recorded_products(aws) == ["sku-24", "sku-25"]
 
     # When the operator redrives one of them by its productId, and the pipe runs
-    code, summary = ff_ops("failures", "redrive", "--key", "sku-25")
+    code, summary = ff_ops("failures", "redrive", "--yes", "--key", "sku-25")
     aws.run()
 
     # Then that product is indexed by the redriven message; the other stays in the failure DLQ
@@ -151,7 +151,7 @@ def test_failures_discard_by_key_logs_then_deletes_only_that_product(aws: Rehear
 def test_trace_by_product_id_follows_the_failure_and_the_redriven_message(aws: Rehearsal) -> None:
     # Given a product whose change failed in an outage, then was redriven and indexed
     failed_in_an_outage(aws, "sku-28")
-    _, summary = ff_ops("failures", "redrive", "--key", "sku-28")
+    _, summary = ff_ops("failures", "redrive", "--yes", "--key", "sku-28")
     aws.run()
     (item,) = summary["items"]
 
