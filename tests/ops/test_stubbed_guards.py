@@ -17,6 +17,7 @@ from tests.ops.stubs import (
     DLQ_ARN,
     NOW,
     OPERATOR,
+    OUTPUTS,
     SOURCE_ARN,
     Clock,
     audit_lines,
@@ -96,6 +97,20 @@ def test_a_claim_of_another_execution_does_not_make_this_one_reconciled(
     result = stubbed_cli.invoke(app, ["executions", "redrive", "--execution-arn", execution_arn("twin"), "--dry-run",
                                       "--json"])
 
+    assert json.loads(result.stdout)["items"][0]["verdict"] == "would-redrive"
+
+
+def test_a_stack_deployed_before_self_healing_has_no_claims_to_read(
+        stubbed: dict[str, Stubber], stubbed_cli: CliRunner) -> None:
+    # Given a stack without a Reconciler (no ReconcilerFunctionName output): its policy may not read the table
+    stack_outputs(stubbed, {k: v for k, v in OUTPUTS.items() if k != "ReconcilerFunctionName"})
+    describe(stubbed["stepfunctions"], described("old", "TIMED_OUT", NOW - timedelta(hours=1)))
+
+    # (no GetItem is stubbed: reading the deliveries table would fail the command)
+    result = stubbed_cli.invoke(app, ["executions", "redrive", "--execution-arn", execution_arn("old"), "--dry-run",
+                                      "--json"])
+
+    assert result.exit_code == ExitCode.OK, result.output
     assert json.loads(result.stdout)["items"][0]["verdict"] == "would-redrive"
 
 

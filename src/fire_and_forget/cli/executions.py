@@ -10,13 +10,13 @@ Three kinds of execution are never redriven:
 - one the Reconciler has claimed (fire_and_forget/healing/reconciliation.py): it compensates the steps the
   execution entered, records the message in the failure DLQ and announces it, and the Redriver or `failures
   redrive` resends that message as a new one. Resuming the execution as well would run its remaining steps after
-  their compensations (a refunded order could still ship) and next to the resent message. The Reconciler's claim is
+  their compensations (what was just undone would be built upon) and next to the resent message. The claim is
   the `reconciliation` attribute (CLAIMED, RECORDED, ANNOUNCED) of the message's row in the deliveries table, the row
   whose `executionArn` names this execution. The row outlives the redrive window (its expiry is the idempotency
   expiry, 14 days at least) and stays after the Redriver deleted the failure record, so it is what is read; the
   failure-DLQ record may be gone by then;
-- one a person aborted, unless --force: the pattern never calls StopExecution (the Reconciler and the Redriver are
-  denied it, tests/permissions/healing_edges.py), an execution that runs too long ends TIMED_OUT and a task that
+- one a person aborted, unless --force: no part of the pattern calls StopExecution (the Reconciler's role and the
+  operator policy are denied it: tests/permissions/), an execution that runs too long ends TIMED_OUT and a task that
   runs too long fails with States.Timeout, so every ABORTED execution was stopped from outside the pattern, on
   purpose. ff-ops tells them apart by the status alone, and shows the StopExecution's error and cause as it reads them.
 Every other unsuccessful execution is redriven when Step Functions calls it REDRIVABLE: one that failed in
@@ -119,11 +119,11 @@ class Claims:
 
 
 def claims_of(dynamodb: DynamoDBClient, stack: DeployedStack) -> Claims | None:
-    """The stack's deliveries table; None for a stack without one, and so without a Reconciler."""
-    table = stack.optional(Output.DELIVERIES_TABLE_NAME)
-    if table is None and stack.optional(RECONCILER_FUNCTION_OUTPUT):
-        stack.require(Output.DELIVERIES_TABLE_NAME)  # a Reconciler whose claims cannot be read: stop (OutputsMissing)
-    return Claims(dynamodb, table) if table else None
+    """The deliveries table the stack's Reconciler claims in; None for a stack deployed before self-healing, which has
+    no Reconciler (and whose operator policy may not read the table)."""
+    if stack.optional(RECONCILER_FUNCTION_OUTPUT) is None:
+        return None
+    return Claims(dynamodb, stack.output(Output.DELIVERIES_TABLE_NAME))
 
 
 def plan_executions(sfn: SFNClient, claims: Claims | None, request: ExecutionRedriveRequest) -> list[ExecutionOutcome]:
