@@ -142,9 +142,9 @@ def test_failures_discard_by_key_logs_then_deletes_only_that_product(aws: Rehear
 
     assert code == 0 and doc["keyField"] == "productId" and doc["summary"]["discarded"] == 1
     assert [item["key"] for item in doc["items"]] == ["sku-26"]
-    (line,) = log.read_text(encoding="utf-8").splitlines()
-    logged = json.loads(line)
+    logged, audited = (json.loads(line) for line in log.read_text(encoding="utf-8").splitlines())
     assert (logged["keyField"], logged["key"]) == ("productId", "sku-26")
+    assert (audited["schema"], audited["target"]["key"]) == ("ff-ops/audit/v1", "sku-26")
     assert recorded_products(aws) == ["sku-27"]
 
 
