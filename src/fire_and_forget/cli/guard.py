@@ -48,7 +48,8 @@ Yes = Annotated[bool, typer.Option("--yes", "-y", metavar=cli_common.FLAG,
 Rate = Annotated[int, typer.Option("--rate", min=1, max=MAX_RATE, metavar="N",
                                    help="At most N actions per second.")]
 AuditLog = Annotated[Path | None, typer.Option(
-    "--log", help="Append one JSON line per action to this file (default: stderr).")]
+    "--log", help="Append one audit line (JSON) per action to this file, and for discard each whole record before "
+                  "its delete (default: stderr).")]
 
 
 def stdin_is_terminal() -> bool:
