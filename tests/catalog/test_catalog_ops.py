@@ -121,7 +121,7 @@ def test_failures_redrive_by_key_sends_back_only_that_product_which_is_then_inde
     assert recorded_products(aws) == ["sku-24", "sku-25"]
 
     # When the operator redrives one of them by its productId, and the pipe runs
-    code, summary = ff_ops("failures", "redrive", "--key", "sku-25")
+    code, summary = ff_ops("failures", "redrive", "--yes", "--key", "sku-25")
     aws.run()
 
     # Then that product is indexed by the redriven message; the other stays in the failure DLQ
@@ -142,16 +142,16 @@ def test_failures_discard_by_key_logs_then_deletes_only_that_product(aws: Rehear
 
     assert code == 0 and doc["keyField"] == "productId" and doc["summary"]["discarded"] == 1
     assert [item["key"] for item in doc["items"]] == ["sku-26"]
-    (line,) = log.read_text(encoding="utf-8").splitlines()
-    logged = json.loads(line)
+    logged, audited = (json.loads(line) for line in log.read_text(encoding="utf-8").splitlines())
     assert (logged["keyField"], logged["key"]) == ("productId", "sku-26")
+    assert (audited["schema"], audited["target"]["key"]) == ("ff-ops/audit/v1", "sku-26")
     assert recorded_products(aws) == ["sku-27"]
 
 
 def test_trace_by_product_id_follows_the_failure_and_the_redriven_message(aws: Rehearsal) -> None:
     # Given a product whose change failed in an outage, then was redriven and indexed
     failed_in_an_outage(aws, "sku-28")
-    _, summary = ff_ops("failures", "redrive", "--key", "sku-28")
+    _, summary = ff_ops("failures", "redrive", "--yes", "--key", "sku-28")
     aws.run()
     (item,) = summary["items"]
 

@@ -186,7 +186,7 @@ def test_a_dynamodb_outage_longer_than_the_retries_is_recorded_unannounced_then_
 
     # When the outage ends and the operator redrives the failure with ff-ops
     aws.faults.clear()
-    code, summary = ff_ops("failures", "redrive", "--error", "TransientError")
+    code, summary = ff_ops("failures", "redrive", "--yes", "--error", "TransientError")
     (item,) = summary["items"]
     redriven = item["newMessageId"]
     aws.run()

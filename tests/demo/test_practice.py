@@ -125,7 +125,7 @@ def test_a_failure_redriven_after_restock_ends_succeeded(practice: PracticeAccou
     # When the operator restocks and redrives them
     fix_and_redrive = (
         f"ff-practice restock {OUT_OF_STOCK_SKU} --units 100",
-        "ff-ops failures redrive --error OutOfStock",
+        "ff-ops failures redrive --error OutOfStock --yes",
     )
     for command in fix_and_redrive:
         steps.append((command, run(practice, *command.split())))
@@ -152,14 +152,14 @@ def test_source_dlq_redrive_moves_messages_back_and_they_run(practice: PracticeA
     body = json.dumps({"orderId": "ord-practice-dlq", "items": []})
     aws.sqs.send_message(QueueUrl=aws.outputs["SourceDlqUrl"], MessageBody=body)
     # When the operator redrives the source DLQ (StartMessageMoveTask, emulated by the practice account)
-    result = run(practice, "ff-ops", "source-dlq", "redrive", "--poll-seconds", "0")
+    result = run(practice, "ff-ops", "source-dlq", "redrive", "--all", "--yes", "--poll-seconds", "0")
     practice.settle()
     # Then the move task completed, the DLQ is empty, and the message was handed to an execution
     assert result.returncode == 0, result.stderr
     assert "COMPLETED" in result.stdout
     assert aws.messages("SourceDlqUrl") == []
     assert any(e.input[0]["body"] == body for e in aws.executions() if isinstance(e.input, list))
-    transcript("practice-source-dlq", [("ff-ops source-dlq redrive", result)])
+    transcript("practice-source-dlq", [("ff-ops source-dlq redrive --all --yes", result)])
 
 
 def test_the_idle_account_does_no_work_until_a_request_gives_it_some(practice: PracticeAccount) -> None:
@@ -189,7 +189,8 @@ def test_executions_redrive_says_the_practice_account_cannot(practice: PracticeA
     # Given a FAILED execution (one of the demo's, recorded in the failure DLQ)
     failed = next(e.arn for e in practice.aws.executions() if e.status == "FAILED")
     # When the operator redrives it
-    result = run(practice, "ff-ops", "executions", "redrive", "--execution-arn", failed, "--include-recorded", "--json")
+    result = run(practice, "ff-ops", "executions", "redrive", "--execution-arn", failed, "--include-recorded", "--yes",
+                 "--json")
     # Then ff-ops reports it left behind, with the practice account's reason (exit 8: something was left behind)
     assert result.returncode == 8, result.stderr
     (outcome,) = json.loads(result.stdout)["items"]

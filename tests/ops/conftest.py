@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import fire_and_forget.cli.guard
 import fire_and_forget.runtime.dlq
 from demos.orders.samples import seed_inventory
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
@@ -54,6 +55,13 @@ def aws(deployment: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
 @pytest.fixture
 def cli() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ff-ops sees a terminal on stdin, so it asks for confirmation (CliRunner's stdin is a pipe, and ff-ops refuses to
+    ask a pipe): the test answers through `input=`."""
+    monkeypatch.setattr(fire_and_forget.cli.guard, "stdin_is_terminal", lambda: True)
 
 
 def _empty_table(dynamodb: Any, table: str) -> None:

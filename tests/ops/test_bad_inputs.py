@@ -42,7 +42,7 @@ def test_redrive_all_skips_foreign_messages_deletes_nothing_of_them_and_says_so(
     (order_id,) = failed_orders(aws, 1)
     put_foreign_messages(aws)
 
-    code, summary = ff_ops(cli, "failures", "redrive", "--all")
+    code, summary = ff_ops(cli, "failures", "redrive", "--yes", "--all")
 
     assert code == 8 and summary["complete"] is False
     assert summary["summary"]["unrecognized"] == 3 and summary["summary"]["redriven"] == 1
@@ -54,18 +54,18 @@ def test_a_filtered_redrive_ignores_foreign_messages(aws: Rehearsal, cli: CliRun
     failed_orders(aws, 1)
     put_foreign_messages(aws)
 
-    code, summary = ff_ops(cli, "failures", "redrive", "--error", "OutOfStock")
+    code, summary = ff_ops(cli, "failures", "redrive", "--yes", "--error", "OutOfStock")
 
     assert code == 0 and summary["summary"] == {
         "redriven": 1, "wouldRedrive": 0, "refusedManualRepair": 0, "unrecognized": 0, "sendFailed": 0,
-        "sentNotDeleted": 0, "copyDeleted": 0}
+        "sentNotDeleted": 0, "copyDeleted": 0, "declined": 0}
     assert depth(aws, "FailureDlqUrl") == (3, 0)
 
 
 def test_unknown_stack_is_a_clear_error_with_its_exit_code(aws: Rehearsal, cli: CliRunner) -> None:
     failed_orders(aws, 1)
 
-    human = cli.invoke(app, ["failures", "redrive", "--all", "--stack-name", "NoSuchStack"])
+    human = cli.invoke(app, ["failures", "redrive", "--yes", "--all", "--stack-name", "NoSuchStack"])
     code, document = ff_ops(cli, "status", "--stack-name", "NoSuchStack")
 
     assert human.exit_code == 3
@@ -80,7 +80,7 @@ def test_a_stack_without_the_outputs_names_what_is_missing(aws: Rehearsal, cli: 
     boto3.client("cloudformation", region_name=aws.region).create_stack(
         StackName="HalfDeployed", TemplateBody=json.dumps(template))
 
-    code, document = ff_ops(cli, "failures", "redrive", "--all", "--stack-name", "HalfDeployed")
+    code, document = ff_ops(cli, "failures", "redrive", "--yes", "--all", "--stack-name", "HalfDeployed")
 
     assert code == 4
     assert "has no output FailureDlqUrl" in document["error"]["message"]

@@ -34,7 +34,7 @@ def test_redrive_sends_the_binary_attribute_back_unchanged(aws: Rehearsal, cli: 
     order_id = failed_with_binary_attribute(aws)
 
     # When the operator redrives it
-    code, summary = ff_ops(cli, "failures", "redrive", "--order-id", order_id)
+    code, summary = ff_ops(cli, "failures", "redrive", "--yes", "--order-id", order_id)
 
     # Then the source queue holds it with the same bytes and data type
     (sent,) = aws.messages("SourceQueueUrl")
@@ -53,7 +53,7 @@ def test_a_record_whose_binary_attribute_lost_its_value_is_left_in_the_dlq(aws: 
     aws.sqs.send_message(QueueUrl=aws.outputs["FailureDlqUrl"], MessageBody=json.dumps(document))
 
     # When the operator redrives it
-    code, summary = ff_ops(cli, "failures", "redrive", "--order-id", order_id)
+    code, summary = ff_ops(cli, "failures", "redrive", "--yes", "--order-id", order_id)
 
     # Then nothing is sent (SQS refuses an empty Binary attribute), the record stays, and the reason is given
     (item,) = summary["items"]

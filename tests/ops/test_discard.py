@@ -32,8 +32,10 @@ def test_discard_deletes_only_the_selected_order_and_logs_its_whole_record(
     assert doc["keyField"] == "orderId" and [item["key"] for item in doc["items"]] == [second]
     assert queued_orders(aws, "FailureDlqUrl") == {first: 1, third: 1}
     assert depth(aws, "FailureDlqUrl") == (2, 0)
-    (line,) = log.read_text(encoding="utf-8").splitlines()
-    logged = json.loads(line)
+    # (and after it, the audit line of the delete: fire_and_forget/cli/guard.py)
+    logged, audited = (json.loads(line) for line in log.read_text(encoding="utf-8").splitlines())
+    assert audited["schema"] == "ff-ops/audit/v1" and audited["result"] == "discarded"
+    assert audited["target"]["messageId"] == dlq_message["MessageId"]
     assert logged["schema"] == "ff-ops/discarded/v1" and logged["key"] == second and logged["keyField"] == "orderId"
     assert logged["dlqMessageId"] == dlq_message["MessageId"] and logged["error"] == "OutOfStock"
     assert logged["failureRecord"] == json.loads(dlq_message["Body"])
@@ -53,9 +55,7 @@ def test_each_record_is_in_the_log_while_its_message_is_still_in_the_dlq(aws: Re
     request = DiscardRequest(Selection(keys=frozenset(order_ids)), wait_seconds=0)
 
     # When both are discarded
-    result = discard_failures(
-        aws.sqs, aws.outputs["FailureDlqUrl"], "FireAndForget", request, log, confirm=lambda records: True
-    )
+    result = discard_failures(aws.sqs, aws.outputs["FailureDlqUrl"], "FireAndForget", request, log)
 
     # Then the first line was written with both messages still there, the second with its own still there
     assert result.count(DiscardVerdict.DISCARDED) == 2
@@ -75,7 +75,9 @@ def test_a_log_that_cannot_be_opened_deletes_nothing(aws: Rehearsal, cli: CliRun
     assert queued_orders(aws, "FailureDlqUrl") == {order_id: 1}
 
 
-def test_dry_run_and_a_declined_prompt_delete_nothing(aws: Rehearsal, cli: CliRunner, tmp_path: Path) -> None:
+def test_dry_run_and_a_declined_prompt_delete_nothing(
+    aws: Rehearsal, cli: CliRunner, tmp_path: Path, terminal: None
+) -> None:
     order_ids = failed_orders(aws, 2, first=7221)
     log = tmp_path / "log.jsonl"
 
@@ -83,13 +85,15 @@ def test_dry_run_and_a_declined_prompt_delete_nothing(aws: Rehearsal, cli: CliRu
     declined = cli.invoke(app, ["failures", "discard", "--error", "OutOfStock", "--log", str(log)], input="n\n")
 
     assert code == 0 and dry["summary"]["wouldDiscard"] == 2 and dry["dryRun"] is True
-    assert declined.exit_code == 0 and "declined" in declined.output
+    assert declined.exit_code == ExitCode.DECLINED and "declined 2" in declined.output
     assert queued_orders(aws, "FailureDlqUrl") == dict.fromkeys(order_ids, 1)
     assert depth(aws, "FailureDlqUrl") == (2, 0)
     assert not log.exists() or log.read_text(encoding="utf-8") == ""
 
 
-def test_a_yes_at_the_prompt_discards_by_source_message_id(aws: Rehearsal, cli: CliRunner, tmp_path: Path) -> None:
+def test_a_yes_at_the_prompt_discards_by_source_message_id(
+    aws: Rehearsal, cli: CliRunner, tmp_path: Path, terminal: None
+) -> None:
     kept, gone = failed_orders(aws, 2, first=7231)
     source_id = next(
         json.loads(m["Body"])["record"]["messageId"] for m in aws.messages("FailureDlqUrl") if gone in m["Body"]
@@ -100,7 +104,7 @@ def test_a_yes_at_the_prompt_discards_by_source_message_id(aws: Rehearsal, cli: 
     )
 
     assert result.exit_code == 0, result.output
-    assert "Delete 1 failure record(s)" in result.output and gone in result.output
+    assert "Discard the 1 failure record(s)" in result.output and gone in result.output
     assert queued_orders(aws, "FailureDlqUrl") == {kept: 1}
 
 

@@ -20,7 +20,7 @@ def test_round_trip_out_of_stock_orders_succeed_after_restock_and_redrive(aws: R
     restock(aws, available=100)
 
     # When the operator redrives the OutOfStock failures and the pipe runs again
-    code, summary = ff_ops(cli, "failures", "redrive", "--error", "OutOfStock")
+    code, summary = ff_ops(cli, "failures", "redrive", "--yes", "--error", "OutOfStock")
     redriven = [item["newMessageId"] for item in summary["items"]]
     aws.run()
 
@@ -44,7 +44,7 @@ def test_redrive_sends_the_original_body_and_attributes(aws: Rehearsal, cli: Cli
     (record_message,) = aws.messages("FailureDlqUrl")
     original = json.loads(record_message["Body"])["record"]
 
-    code, _ = ff_ops(cli, "failures", "redrive", "--order-id", order_id)
+    code, _ = ff_ops(cli, "failures", "redrive", "--yes", "--order-id", order_id)
 
     (sent,) = aws.messages("SourceQueueUrl")
     assert code == 0
@@ -55,7 +55,7 @@ def test_redrive_sends_the_original_body_and_attributes(aws: Rehearsal, cli: Cli
 def test_selection_by_order_id_leaves_the_others(aws: Rehearsal, cli: CliRunner) -> None:
     first, second, third = failed_orders(aws, 3)
 
-    code, summary = ff_ops(cli, "failures", "redrive", "--order-id", second)
+    code, summary = ff_ops(cli, "failures", "redrive", "--yes", "--order-id", second)
 
     assert code == 0 and [item["key"] for item in summary["items"]] == [second]
     assert queued_orders(aws, "SourceQueueUrl") == {second: 1}
@@ -78,7 +78,7 @@ def test_dry_run_changes_nothing(aws: Rehearsal, cli: CliRunner) -> None:
 def test_max_redrives_at_most_that_many(aws: Rehearsal, cli: CliRunner) -> None:
     failed_orders(aws, 4)
 
-    code, summary = ff_ops(cli, "failures", "redrive", "--all", "--max", "2")
+    code, summary = ff_ops(cli, "failures", "redrive", "--yes", "--all", "--max", "2")
 
     assert code == 0 and summary["summary"]["redriven"] == 2
     assert depth(aws, "SourceQueueUrl") == (2, 0)
@@ -92,7 +92,7 @@ def test_manual_repair_is_refused_without_force(aws: Rehearsal, cli: CliRunner) 
     aws.faults.clear()
     (ordinary,) = failed_orders(aws, 1, OrderKind.OUT_OF_STOCK, first=60)
 
-    code, summary = ff_ops(cli, "failures", "redrive", "--all")
+    code, summary = ff_ops(cli, "failures", "redrive", "--yes", "--all")
 
     assert code == 8 and summary["complete"] is False
     actions = {item["key"]: item["action"] for item in summary["items"]}
@@ -101,7 +101,7 @@ def test_manual_repair_is_refused_without_force(aws: Rehearsal, cli: CliRunner) 
     assert queued_orders(aws, "SourceQueueUrl") == {ordinary: 1}
 
     # When the operator has repaired it and forces the redrive
-    code, summary = ff_ops(cli, "failures", "redrive", "--order-id", repair, "--force")
+    code, summary = ff_ops(cli, "failures", "redrive", "--yes", "--order-id", repair, "--force")
 
     assert code == 0 and summary["summary"]["redriven"] == 1
     assert depth(aws, "FailureDlqUrl") == (0, 0)

@@ -16,7 +16,8 @@ FAILURE_DETAIL = FAILURE | {"compensation", "stateMachineArn", "body", "messageA
 UNRECOGNIZED = {"messageId", "reason", "bodyPreview"}
 REDRIVE_ITEM = {"messageId", "key", "error", "action", "newMessageId", "reason"}
 REDRIVE_SUMMARY = {"redriven", "wouldRedrive", "refusedManualRepair", "unrecognized", "sendFailed", "sentNotDeleted",
-                   "copyDeleted"}
+                   "copyDeleted", "declined"}
+AUDIT = {"schema", "log", "actions"}
 QUEUE = {"outputKey", "label", "url", "visible", "inFlight", "delayed", "oldestAgeSeconds"}
 EXECUTION = {"executionArn", "name", "status", "startDate", "stopDate"}
 
@@ -43,16 +44,19 @@ def test_failures_redrive_document(aws: Rehearsal, cli: CliRunner) -> None:
     failed_orders(aws, 2)
 
     _, dry = ff_ops(cli, "failures", "redrive", "--all", "--dry-run")
-    _, done = ff_ops(cli, "failures", "redrive", "--all")
+    _, done = ff_ops(cli, "failures", "redrive", "--yes", "--all")
 
     for document in (dry, done):
         assert document["schema"] == "ff-ops/failures-redrive/v1"
-        assert set(document) == {"schema", "stack", "keyField", "dryRun", "read", "complete", "summary", "items"}
+        assert set(document) == {"schema", "stack", "keyField", "dryRun", "read", "complete", "summary", "items",
+                                 "audit"}
+        assert set(document["audit"]) == AUDIT and document["audit"]["schema"] == "ff-ops/audit/v1"
         assert document["keyField"] == "orderId"
         assert set(document["summary"]) == REDRIVE_SUMMARY
         assert {frozenset(item) for item in document["items"]} == {frozenset(REDRIVE_ITEM)}
     assert {item["action"] for item in dry["items"]} == {"would-redrive"}
     assert {item["action"] for item in done["items"]} == {"redriven"}
+    assert (dry["audit"]["actions"], done["audit"]["actions"]) == (0, 2)
 
 
 def test_status_document(aws: Rehearsal, cli: CliRunner) -> None:

@@ -9,64 +9,42 @@ the command decides and reports, and `assert_no_pending_responses` proves every 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import Stubber
 from typer.testing import CliRunner
 
-import fire_and_forget.cli.cli_common
 from fire_and_forget.cli.app import app
-from fire_and_forget.cli.aws import Clients
-from fire_and_forget.cli.executions import ExecutionRedriveRequest, RedriveVerdict, redrive_executions
+from fire_and_forget.cli.executions import (
+    Claims,
+    ExecutionRedriveRequest,
+    RedriveVerdict,
+    plan_executions,
+    redrive_planned,
+)
 from fire_and_forget.cli.source_dlq import MoveTask, redrive_source_dlq
+from tests.ops.stubs import (
+    DELIVERIES,
+    DLQ_ARN,
+    DLQ_URL,
+    NOW,
+    SOURCE_ARN,
+    SOURCE_URL,
+    STATE_MACHINE,
+    caller,
+    claim,
+    describe,
+    described,
+    execution_arn,
+    listed,
+    stack_outputs,
+    stubbed,
+    stubbed_cli,
+)
 
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
-STATE_MACHINE = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:OrderSaga"
-DLQ_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/FireAndForget-SourceDlq"
-DLQ_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:FireAndForget-SourceDlq"
-SOURCE_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/FireAndForget-SourceQueue"
-SOURCE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:FireAndForget-SourceQueue"
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-OUTPUTS = {"SourceQueueUrl": SOURCE_URL, "SourceDlqUrl": DLQ_URL, "StateMachineArn": STATE_MACHINE}
-
-
-def execution_arn(name: str) -> str:
-    return f"arn:aws:states:{REGION}:{ACCOUNT}:execution:OrderSaga:{name}"
-
-
-@pytest.fixture
-def stubbed() -> Iterator[dict[str, Stubber]]:
-    """Stubbed clients for every service ff-ops calls, handed to the CLI instead of real ones."""
-    clients = {name: boto3.client(name, region_name=REGION)  # type: ignore[call-overload]
-               for name in ("cloudformation", "sqs", "stepfunctions", "pipes", "cloudwatch")}
-    stubbers = {name: Stubber(client) for name, client in clients.items()}
-    for stubber in stubbers.values():
-        stubber.activate()
-    yield stubbers
-    for stubber in stubbers.values():
-        stubber.assert_no_pending_responses()
-        stubber.deactivate()
-
-
-@pytest.fixture
-def cli(stubbed: dict[str, Stubber], monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    clients = Clients(REGION, *(stubbed[n].client for n in  # type: ignore[arg-type]
-                                ("cloudformation", "sqs", "stepfunctions", "pipes", "cloudwatch")))
-    monkeypatch.setattr(fire_and_forget.cli.cli_common, "connect", lambda **_: clients)
-    monkeypatch.setattr(fire_and_forget.cli.cli_common, "now", lambda: NOW)
-    return CliRunner()
-
-
-def stack_outputs(stubbed: dict[str, Stubber], outputs: dict[str, str] | None = None) -> None:
-    stubbed["cloudformation"].add_response("describe_stacks", {"Stacks": [{
-        "StackName": "FireAndForget", "StackStatus": "UPDATE_COMPLETE", "CreationTime": NOW,
-        "Outputs": [{"OutputKey": k, "OutputValue": v} for k, v in (outputs or OUTPUTS).items()]}]},
-        {"StackName": "FireAndForget"})
+__all__ = ["stubbed", "stubbed_cli"]  # the fixtures this module's tests take
 
 
 def move_task(status: str, moved: int, **extra: Any) -> dict[str, Any]:
@@ -75,14 +53,15 @@ def move_task(status: str, moved: int, **extra: Any) -> dict[str, Any]:
                          "StartedTimestamp": 1_795_000_000_000, **extra}]}
 
 
-def expect_move(sqs: Stubber, depth: int, *tasks: dict[str, Any], start: bool = True) -> None:
+def expect_move(sqs: Stubber, depth: int, *tasks: dict[str, Any], start: bool = True, rate: int | None = None) -> None:
     sqs.add_response("get_queue_attributes", {"Attributes": {"ApproximateNumberOfMessages": str(depth)}},
                      {"QueueUrl": DLQ_URL, "AttributeNames": ["ApproximateNumberOfMessages"]})
     listing = {"SourceArn": DLQ_ARN, "MaxResults": 1}
     sqs.add_response("list_message_move_tasks", tasks[0] if not start else {"Results": []}, listing)
     if start:
         sqs.add_response("start_message_move_task", {"TaskHandle": "handle-1"},
-                         {"SourceArn": DLQ_ARN, "DestinationArn": SOURCE_ARN})
+                         {"SourceArn": DLQ_ARN, "DestinationArn": SOURCE_ARN}
+                         | ({"MaxNumberOfMessagesPerSecond": rate} if rate is not None else {}))
     for task in tasks[0 if start else 1:]:
         sqs.add_response("list_message_move_tasks", task, listing)
 
@@ -124,39 +103,40 @@ def queue_arns(sqs: Stubber) -> None:
                          {"QueueUrl": url, "AttributeNames": ["QueueArn"]})
 
 
-def test_cli_source_dlq_redrive_reports_a_failed_task_with_exit_8(stubbed: dict[str, Stubber], cli: CliRunner) -> None:
+def source_dlq_holds(sqs: Stubber, *names: str) -> None:
+    """The list before the move: one receive brings the messages, the next none, then they are made visible again."""
+    messages = [{"MessageId": f"dlq-{n}", "ReceiptHandle": f"rh-{n}", "Body": json.dumps({"orderId": n})}
+                for n in names]
+    sqs.add_response("receive_message", {"Messages": messages})
+    sqs.add_response("receive_message", {})
+    sqs.add_response("change_message_visibility_batch", {"Successful": [{"Id": str(i)} for i in range(len(names))],
+                                                         "Failed": []})
+    sqs.add_response("list_message_move_tasks", {"Results": []}, {"SourceArn": DLQ_ARN, "MaxResults": 1})
+
+
+def test_cli_source_dlq_redrive_reports_a_failed_task_with_exit_8(stubbed: dict[str, Stubber],
+                                                                  stubbed_cli: CliRunner) -> None:
     stack_outputs(stubbed)
     queue_arns(stubbed["sqs"])
-    expect_move(stubbed["sqs"], 3, move_task("FAILED", 1, FailureReason="AccessDenied on the destination"))
+    source_dlq_holds(stubbed["sqs"], "ord-1", "ord-2", "ord-3")
+    expect_move(stubbed["sqs"], 3, move_task("FAILED", 1, FailureReason="AccessDenied on the destination"), rate=10)
+    caller(stubbed)
 
-    result = cli.invoke(app, ["source-dlq", "redrive", "--json", "--poll-seconds", "0"])
+    result = stubbed_cli.invoke(app, ["source-dlq", "redrive", "--all", "--yes", "--json", "--poll-seconds", "0"])
 
     document = json.loads(result.stdout)
     assert result.exit_code == 8
     assert set(document) == {"schema", "stack", "sourceDlqArn", "destinationArn", "messagesBefore", "started",
-                             "waited", "task"}
+                             "waited", "declined", "listed", "task", "audit"}
     assert set(document["task"]) == {"taskHandle", "status", "moved", "toMove", "failureReason", "startedAt"}
     assert document["task"]["failureReason"] == "AccessDenied on the destination"
+    assert document["listed"] == [{"messageId": f"dlq-ord-{n}", "key": f"ord-{n}"} for n in (1, 2, 3)]
 
 
-def listed(name: str, status: str, stopped: datetime) -> dict[str, Any]:
-    return {"executionArn": execution_arn(name), "stateMachineArn": STATE_MACHINE, "name": name, "status": status,
-            "startDate": stopped - timedelta(minutes=5), "stopDate": stopped}
-
-
-def described(name: str, status: str, stopped: datetime, error: str | None = None,
-              redrive_status: str = "REDRIVABLE", reason: str | None = None) -> dict[str, Any]:
-    response = listed(name, status, stopped) | {"input": "[]", "redriveCount": 0, "redriveStatus": redrive_status}
-    if error:
-        response["error"] = error
-    if reason:
-        response["redriveStatusReason"] = reason
-    return response
-
-
-def expect_executions(sfn: Stubber, *, dry_run: bool) -> None:
+def expect_executions(stubbed: dict[str, Stubber], *, dry_run: bool) -> None:
     """FAILED: one without a DLQ record, one with (FailureRecorded), one too old; TIMED_OUT: one; ABORTED: one that
-    Step Functions will not redrive."""
+    Step Functions will not redrive. None claimed by the Reconciler."""
+    sfn, dynamodb = stubbed["stepfunctions"], stubbed["dynamodb"]
     pages = {
         "FAILED": [listed("not-recorded", "FAILED", NOW - timedelta(hours=1)),
                    listed("recorded", "FAILED", NOW - timedelta(hours=2)),
@@ -167,27 +147,38 @@ def expect_executions(sfn: Stubber, *, dry_run: bool) -> None:
     for status, executions in pages.items():
         sfn.add_response("list_executions", {"executions": executions},
                          {"stateMachineArn": STATE_MACHINE, "statusFilter": status, "maxResults": 100})
-
-    def describe(name: str, response: dict[str, Any]) -> None:
-        sfn.add_response("describe_execution", response, {"executionArn": execution_arn(name)})
-
-    describe("not-recorded", described("not-recorded", "FAILED", NOW - timedelta(hours=1), "SQS.AmazonSQSException"))
-    if not dry_run:
-        sfn.add_response("redrive_execution", {"redriveDate": NOW}, {"executionArn": execution_arn("not-recorded")})
-    describe("recorded", described("recorded", "FAILED", NOW - timedelta(hours=2), "FailureRecorded"))
-    describe("timed-out", described("timed-out", "TIMED_OUT", NOW - timedelta(days=3)))
-    if not dry_run:
-        sfn.add_client_error("redrive_execution", "ExecutionLimitExceeded", "too many running executions",
-                             expected_params={"executionArn": execution_arn("timed-out")})
-    describe("aborted", described("aborted", "ABORTED", NOW - timedelta(days=1), redrive_status="NOT_REDRIVABLE",
-                                  reason="Execution history has more than 24,999 events"))
+    not_recorded = described("not-recorded", "FAILED", NOW - timedelta(hours=1), "SQS.AmazonSQSException")
+    timed_out = described("timed-out", "TIMED_OUT", NOW - timedelta(days=3))
+    # The list: each one described, and the claim of each that could be redriven read
+    describe(sfn, not_recorded)
+    claim(dynamodb, "not-recorded")
+    describe(sfn, described("recorded", "FAILED", NOW - timedelta(hours=2), "FailureRecorded"))
+    describe(sfn, timed_out)
+    claim(dynamodb, "timed-out")
+    describe(sfn, described("aborted", "ABORTED", NOW - timedelta(days=1), redrive_status="NOT_REDRIVABLE",
+                            reason="Execution history has more than 24,999 events"))
+    claim(dynamodb, "aborted")
+    if dry_run:
+        return
+    # Then, just before each RedriveExecution, described and its claim read again
+    describe(sfn, not_recorded)
+    claim(dynamodb, "not-recorded")
+    sfn.add_response("redrive_execution", {"redriveDate": NOW}, {"executionArn": execution_arn("not-recorded")})
+    describe(sfn, timed_out)
+    claim(dynamodb, "timed-out")
+    sfn.add_client_error("redrive_execution", "ExecutionLimitExceeded", "too many running executions",
+                         expected_params={"executionArn": execution_arn("timed-out")})
 
 
 def test_executions_redrive_redrives_what_step_functions_allows_within_14_days(stubbed: dict[str, Stubber]) -> None:
-    sfn = stubbed["stepfunctions"]
-    expect_executions(sfn, dry_run=False)
+    expect_executions(stubbed, dry_run=False)
+    sfn, claims = stubbed["stepfunctions"].client, Claims(stubbed["dynamodb"].client, DELIVERIES)  # type: ignore[arg-type]
+    request = ExecutionRedriveRequest(STATE_MACHINE, NOW)
+    done: list[str] = []
 
-    outcomes = redrive_executions(sfn.client, ExecutionRedriveRequest(STATE_MACHINE, NOW))  # type: ignore[arg-type]
+    planned = plan_executions(sfn, claims, request)  # type: ignore[arg-type]
+    outcomes = redrive_planned(sfn, claims, request, planned, lambda: None,  # type: ignore[arg-type]
+                               lambda o: done.append(o.execution_arn))
 
     verdicts = {o.execution_arn.rsplit(":", 1)[1]: o.verdict for o in outcomes}
     assert verdicts == {
@@ -198,21 +189,23 @@ def test_executions_redrive_redrives_what_step_functions_allows_within_14_days(s
     }
     assert outcomes[0].redrive_date == NOW
     assert "24,999" in (outcomes[3].reason or "")
+    assert done == [execution_arn("not-recorded"), execution_arn("timed-out")]  # each RedriveExecution made
 
 
-def test_cli_executions_redrive_dry_run_calls_no_redrive(stubbed: dict[str, Stubber], cli: CliRunner) -> None:
+def test_cli_executions_redrive_dry_run_calls_no_redrive(stubbed: dict[str, Stubber], stubbed_cli: CliRunner) -> None:
     stack_outputs(stubbed)
-    expect_executions(stubbed["stepfunctions"], dry_run=True)
+    expect_executions(stubbed, dry_run=True)
 
-    result = cli.invoke(app, ["executions", "redrive", "--dry-run", "--json"])
+    result = stubbed_cli.invoke(app, ["executions", "redrive", "--all", "--dry-run", "--json"])
 
     document = json.loads(result.stdout)
     assert result.exit_code == 8  # the aborted execution cannot be redriven: a script must notice
-    assert set(document) == {"schema", "stack", "stateMachineArn", "dryRun", "complete", "summary", "items"}
-    assert document["summary"] == {"redriven": 0, "wouldRedrive": 2, "inFailureDlq": 1, "notRedrivable": 1,
-                                   "redriveFailed": 0}
+    assert set(document) == {"schema", "stack", "stateMachineArn", "dryRun", "complete", "summary", "items", "audit"}
+    assert document["summary"] == {"redriven": 0, "wouldRedrive": 2, "inFailureDlq": 1, "reconciled": 0,
+                                   "abortedByPerson": 0, "notRedrivable": 1, "redriveFailed": 0, "declined": 0}
     assert {frozenset(item) for item in document["items"]} == {frozenset(
-        {"executionArn", "status", "stopDate", "error", "verdict", "reason", "redriveDate"})}
+        {"executionArn", "status", "stopDate", "error", "verdict", "reason", "redriveDate", "forced"})}
+    assert document["audit"] == {"schema": "ff-ops/audit/v1", "log": "stderr", "actions": 0}
 
 
 @pytest.mark.parametrize(("code", "exit_code", "error_type"), [
@@ -221,23 +214,24 @@ def test_cli_executions_redrive_dry_run_calls_no_redrive(stubbed: dict[str, Stub
     ("Throttling", 6, "Throttled"),
     ("InternalFailure", 7, "AwsError"),
 ])
-def test_aws_errors_map_to_documented_exit_codes(stubbed: dict[str, Stubber], cli: CliRunner, code: str,
+def test_aws_errors_map_to_documented_exit_codes(stubbed: dict[str, Stubber], stubbed_cli: CliRunner, code: str,
                                                  exit_code: int, error_type: str) -> None:
     stubbed["cloudformation"].add_client_error("describe_stacks", code, f"{code} for the test", http_status_code=400)
 
-    result = cli.invoke(app, ["status", "--json"])
+    result = stubbed_cli.invoke(app, ["status", "--json"])
 
     assert result.exit_code == exit_code
     assert json.loads(result.stdout)["error"]["type"] == error_type
     assert code in result.stderr
 
 
-def test_access_denied_while_redriving_stops_and_says_which_call(stubbed: dict[str, Stubber], cli: CliRunner) -> None:
+def test_access_denied_while_redriving_stops_and_says_which_call(stubbed: dict[str, Stubber],
+                                                                 stubbed_cli: CliRunner) -> None:
     stack_outputs(stubbed)
     stubbed["stepfunctions"].add_client_error("list_executions", "AccessDeniedException",
                                               "not authorized to perform: states:ListExecutions")
 
-    result = cli.invoke(app, ["executions", "redrive"])
+    result = stubbed_cli.invoke(app, ["executions", "redrive", "--all", "--yes"])
 
     assert result.exit_code == 5
     assert "ListExecutions was denied" in result.stderr and "IAM permissions" in result.stderr

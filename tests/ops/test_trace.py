@@ -91,7 +91,7 @@ def test_a_redriven_order_shows_both_messages_and_both_executions(aws: Rehearsal
     (order_id,) = failed_orders(aws, 1, first=7108)
     restock(aws)
     aws.advance(60)  # the operator redrives it a minute later
-    _, redrive = ff_ops(cli, "failures", "redrive", "--order-id", order_id)
+    _, redrive = ff_ops(cli, "failures", "redrive", "--yes", "--order-id", order_id)
     aws.run()
     new_message = redrive["items"][0]["newMessageId"]
 

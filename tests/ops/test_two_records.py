@@ -55,7 +55,7 @@ def test_failures_redrive_sends_one_execution_once_and_deletes_both_records_afte
     first, second = _second_record(aws, order_id, reconciled=False)
 
     # When the operator redrives it
-    code, doc = ff_ops(cli, "failures", "redrive", "--order-id", order_id)
+    code, doc = ff_ops(cli, "failures", "redrive", "--yes", "--order-id", order_id)
 
     # Then one message went back, and both records left the DLQ, the copy deleted once the send was done
     assert code == 0 and doc["complete"] is True
@@ -82,6 +82,7 @@ def test_failures_discard_logs_and_deletes_every_record_of_the_execution(
     assert code == 0 and doc["summary"]["discarded"] == 1
     (item,) = doc["items"]
     assert (item["key"], item["copies"]) == (order_id, [max(first, second)])
-    logged = [json.loads(line)["dlqMessageId"] for line in log.read_text(encoding="utf-8").splitlines()]
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    logged = [line["dlqMessageId"] for line in lines if line["schema"] == "ff-ops/discarded/v1"]
     assert sorted(logged) == sorted([first, second])
     assert queued_orders(aws, "FailureDlqUrl") == {other: 1}

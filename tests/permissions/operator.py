@@ -52,6 +52,8 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "get_metric_data": [("cloudwatch:GetMetricData", "*")],
     "list_metrics": [("cloudwatch:ListMetrics", "*")],  # status: the healing functions' counts
     "describe_pipe": [("pipes:DescribePipe", "PipeArn")],
+    # executions redrive: the Reconciler's claim on an execution's message (the deliveries table, encrypted).
+    "get_item": [("dynamodb:GetItem", "DeliveriesTableName"), ("kms:Decrypt", "DeliveriesTableName")],
     # the smoke test: its own stock item in the inventory table (encrypted with the stack's key).
     "put_item": [("dynamodb:PutItem", "InventoryTableName"), ("kms:GenerateDataKey", "InventoryTableName")],
     "delete_item": [("dynamodb:DeleteItem", "InventoryTableName"), ("kms:Decrypt", "InventoryTableName")],

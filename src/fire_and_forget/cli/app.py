@@ -3,6 +3,7 @@ fire_and_forget/cli/."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,8 +18,27 @@ from fire_and_forget.cli.aws import Clients
 from fire_and_forget.cli.cli_common import FLAG, AsJson, DryRun, Profile, Region, StackName, fail, run
 from fire_and_forget.cli.cli_failures import failures_app
 from fire_and_forget.cli.errors import ExitCode, UsageError
-from fire_and_forget.cli.executions import UNSUCCESSFUL, ExecutionRedriveRequest, redrive_executions
-from fire_and_forget.cli.source_dlq import queue_arn, redrive_source_dlq
+from fire_and_forget.cli.executions import (
+    UNSUCCESSFUL,
+    ExecutionOutcome,
+    ExecutionRedriveRequest,
+    RedriveVerdict,
+    claims_of,
+    plan_executions,
+    redrive_planned,
+)
+from fire_and_forget.cli.guard import (
+    DEFAULT_RATE,
+    AuditLog,
+    Decision,
+    Guard,
+    Planned,
+    Rate,
+    WriteOptions,
+    Yes,
+    require_an_answer,
+)
+from fire_and_forget.cli.source_dlq import MoveResult, list_messages, queue_arn, redrive_source_dlq, running_task
 from fire_and_forget.cli.stack import DeployedStack
 from fire_and_forget.cli.status import collect_status
 from fire_and_forget.cli.trend_report import DEFAULT_MAX_EXECUTIONS as DEFAULT_MAX_TREND_EXECUTIONS
@@ -93,30 +113,51 @@ def report_page(html: Annotated[Path, typer.Option("--html", help="Where to writ
     run(stack_name, region, profile, as_json, body)
 
 
-
-
 @source_dlq_app.command("redrive")
 def source_dlq_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
                        as_json: AsJson = False,
-                       max_per_second: Annotated[int | None, typer.Option(
-                           min=1, max=500, help="Messages moved per second at most (default: SQS's own rate, "
-                                                "up to 500).")] = None,
+                       all_: Annotated[bool, typer.Option(
+                           "--all", metavar=FLAG, help="Every message of the source DLQ (required: a move task moves "
+                                                       "them all).")] = False,
+                       dry_run: DryRun = False, yes: Yes = False, rate: Rate = DEFAULT_RATE, log: AuditLog = None,
                        wait: Annotated[bool, typer.Option(metavar=FLAG, help="Follow the task until it ends.")]
                        = True,
                        poll_seconds: Annotated[float, typer.Option(
                            min=0.0, help="Seconds between two looks at the task.")] = 2.0) -> None:
-    """Move the source DLQ back to the source queue with SQS StartMessageMoveTask, and follow the task."""
+    """List the source DLQ, then move it back to the source queue with SQS StartMessageMoveTask, and follow the task."""
+    if not all_:
+        fail(UsageError("say what to move: --all (SQS's move task moves every message of the source DLQ and takes "
+                        "no other selection)", "`--all --dry-run` lists the messages it would move"), as_json)
+    require_an_answer(yes, dry_run, as_json)
+    options = WriteOptions(yes, dry_run, rate, log)
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         dlq_url, source_url = stack.require(Output.SOURCE_DLQ_URL, Output.SOURCE_QUEUE_URL)
         dlq_arn, destination_arn = queue_arn(clients.sqs, dlq_url), queue_arn(clients.sqs, source_url)
-        progress = None if as_json else (lambda task: render.move_progress(out, task))
-        result = redrive_source_dlq(clients.sqs, dlq_url, dlq_arn, destination_arn, max_per_second=max_per_second,
-                                    wait=wait, poll_seconds=poll_seconds, progress=progress)
+        with Guard.open("source-dlq redrive", options, clients, stack.name, out) as guard:
+            listed = tuple(list_messages(clients.sqs, dlq_url, stack.key_field))
+            running = running_task(clients.sqs, dlq_arn)
+            planned = [Planned(m.message_id, m.key or "-", "", acts=True) for m in listed]
+            # A move task already running is followed, not started: there is nothing to confirm.
+            decision = Decision.GO if running and not dry_run else guard.decide("Move", "message(s)", planned)
+            result = MoveResult(started=False, messages_before=len(listed), task=running, waited=False, listed=listed,
+                                declined=decision is Decision.DECLINED)
+            if decision is Decision.LOOK:
+                guard.show("Move", planned)
+            elif decision is Decision.GO:
+                def started(handle: str, depth: int) -> None:
+                    guard.audit("StartMessageMoveTask", {"sourceDlqArn": dlq_arn, "destinationArn": destination_arn,
+                                                         "taskHandle": handle, "messages": depth}, "started")
+
+                progress = None if as_json else (lambda task: render.move_progress(out, task))
+                result = dataclasses.replace(redrive_source_dlq(
+                    clients.sqs, dlq_url, dlq_arn, destination_arn, max_per_second=rate, wait=wait,
+                    poll_seconds=poll_seconds, progress=progress, started=started), listed=listed)
+            audit = guard.document()
         if not as_json:
-            render.move_summary(out, result)
-        code = ExitCode.OK if result.succeeded else ExitCode.INCOMPLETE
-        return code, report.source_dlq_redrive(stack.name, dlq_arn, destination_arn, result)
+            render.move_summary(out, result, dry_run)
+        return guard.exit_code(result.succeeded), report.source_dlq_redrive(stack.name, dlq_arn, destination_arn,
+                                                                             result, audit)
 
     run(stack_name, region, profile, as_json, body)
 
@@ -125,30 +166,63 @@ def source_dlq_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Regio
 def executions_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
                        as_json: AsJson = False,
                        execution_arn: Annotated[list[str] | None, typer.Option(
-                           help="Only this execution (repeatable); default: every one of the last 14 days.")] = None,
+                           help="This execution (repeatable).")] = None,
                        status_: Annotated[list[str] | None, typer.Option(
-                           "--status", help="FAILED, TIMED_OUT or ABORTED (repeatable; default all three).")] = None,
+                           "--status", help="Every execution of the last 14 days that ended FAILED, TIMED_OUT or "
+                                            "ABORTED, as named (repeatable).")] = None,
+                       all_: Annotated[bool, typer.Option(
+                           "--all", metavar=FLAG, help="Every FAILED, TIMED_OUT and ABORTED execution of the last 14 "
+                                                       "days.")] = False,
                        include_recorded: Annotated[bool, typer.Option(
                            metavar=FLAG, help="Also executions whose message is in the failure DLQ (FailureRecorded).")]
                        = False,
-                       dry_run: DryRun = False
+                       force: Annotated[bool, typer.Option(
+                           metavar=FLAG, help="Also executions a person aborted (never one the Reconciler claimed).")]
+                       = False,
+                       dry_run: DryRun = False, yes: Yes = False, rate: Rate = DEFAULT_RATE, log: AuditLog = None
                        ) -> None:
-    """RedriveExecution for the workflow's FAILED, TIMED_OUT and ABORTED executions of the last 14 days."""
+    """RedriveExecution for selected FAILED, TIMED_OUT and ABORTED executions of the last 14 days, after a list."""
     statuses = tuple(s.upper() for s in status_ or UNSUCCESSFUL)
     if not set(statuses) <= set(UNSUCCESSFUL):
         fail(UsageError(f"--status must be one of {', '.join(UNSUCCESSFUL)}"), as_json)
+    if not (execution_arn or status_ or all_) or (all_ and (execution_arn or status_)):
+        fail(UsageError("say which executions to redrive: --execution-arn ARN, --status STATUS (both repeatable), or "
+                        "--all (every FAILED, TIMED_OUT and ABORTED one of the last 14 days); --all cannot be "
+                        "combined with the others"), as_json)
+    require_an_answer(yes, dry_run, as_json)
+    options = WriteOptions(yes, dry_run, rate, log)
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         arn = stack.output(Output.STATE_MACHINE_ARN)
+        claims = claims_of(clients.dynamodb, stack)
         request = ExecutionRedriveRequest(arn, cli_common.now(), statuses, tuple(execution_arn or ()), include_recorded,
-                                          dry_run)
-        outcomes = redrive_executions(clients.sfn, request)
+                                          dry_run, force)
+        with Guard.open("executions redrive", options, clients, stack.name, out) as guard:
+            outcomes = plan_executions(clients.sfn, claims, request)
+            decision = guard.decide("Redrive", "execution(s)", [_planned(o) for o in outcomes])
+            if decision is Decision.GO:
+                def done(o: ExecutionOutcome) -> None:
+                    guard.audit("RedriveExecution", {"executionArn": o.execution_arn, "status": o.status},
+                                o.verdict.value, o.reason, o.forced)
+
+                outcomes = redrive_planned(clients.sfn, claims, request, outcomes, guard.pace, done)
+            elif decision is Decision.DECLINED:
+                outcomes = [dataclasses.replace(o, verdict=RedriveVerdict.DECLINED)
+                            if o.verdict is RedriveVerdict.WOULD_REDRIVE else o for o in outcomes]
+            audit = guard.document()
         if not as_json:
             render.executions_summary(out, outcomes, dry_run)
-        code = ExitCode.OK if report.executions_complete(outcomes) else ExitCode.INCOMPLETE
-        return code, report.executions_redrive(stack.name, arn, dry_run, outcomes)
+        return guard.exit_code(report.executions_complete(outcomes)), report.executions_redrive(
+            stack.name, arn, dry_run, outcomes, audit)
 
     run(stack_name, region, profile, as_json, body)
+
+
+def _planned(outcome: ExecutionOutcome) -> Planned:
+    stopped = outcome.stop_date.isoformat(timespec="seconds") if outcome.stop_date else "-"
+    return Planned(outcome.execution_arn, outcome.execution_arn.rsplit(":", 1)[1],
+                   f"{outcome.status} {outcome.error or '-'} stopped {stopped}",
+                   outcome.verdict is RedriveVerdict.WOULD_REDRIVE, outcome.reason)
 
 
 def main() -> None:  # pragma: no cover - `python -m fire_and_forget.cli.app`

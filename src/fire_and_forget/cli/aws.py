@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from botocore.config import Config
     from mypy_boto3_cloudformation import CloudFormationClient
     from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_pipes import EventBridgePipesClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_stepfunctions import SFNClient
@@ -47,6 +48,8 @@ class Clients:
     sfn: SFNClient
     pipes: EventBridgePipesClient
     cloudwatch: CloudWatchClient
+    dynamodb: DynamoDBClient  # `executions redrive` reads the Reconciler's claims in the deliveries table
+    sts: Any  # GetCallerIdentity, the audit's "who" (no stubs for STS among the dev dependencies)
 
 
 def connect(region: str | None = None, profile: str | None = None) -> Clients:
@@ -63,4 +66,6 @@ def connect(region: str | None = None, profile: str | None = None) -> Clients:
         sfn=session.client("stepfunctions", config=retries),
         pipes=session.client("pipes", config=retries),
         cloudwatch=session.client("cloudwatch", config=retries),
+        dynamodb=session.client("dynamodb", config=retries),
+        sts=session.client("sts", config=retries),
     )

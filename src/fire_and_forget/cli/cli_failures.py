@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
-from contextlib import ExitStack
-from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -29,16 +27,28 @@ from fire_and_forget.cli.cli_common import (
     fail,
     run,
 )
-from fire_and_forget.cli.discard import DiscardRequest, discard_failures
+from fire_and_forget.cli.discard import Discarded, DiscardRequest, DiscardVerdict, discard_failures
 from fire_and_forget.cli.discard_output import document as discard_document
 from fire_and_forget.cli.discard_output import render as render_discard
 from fire_and_forget.cli.errors import ExitCode, UsageError
 from fire_and_forget.cli.failures import DEFAULT_LIMIT, find_failures, list_failures
+from fire_and_forget.cli.guard import (
+    DEFAULT_RATE,
+    AuditLog,
+    Decision,
+    Guard,
+    Planned,
+    Rate,
+    WriteOptions,
+    Yes,
+    require_an_answer,
+)
 from fire_and_forget.cli.healing import policy_of, waiting_for
 from fire_and_forget.cli.stack import DeployedStack
 from fire_and_forget.runtime.dlq import DEFAULT_VISIBILITY_TIMEOUT
 from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
-from fire_and_forget.runtime.redrive import RedriveRequest, redrive_failures
+from fire_and_forget.runtime.records import FailureRecord
+from fire_and_forget.runtime.redrive import Action, Outcome, RedriveReport, RedriveRequest, redrive_failures
 
 failures_app = typer.Typer(no_args_is_help=True, help="Failed messages in the failure DLQ.")
 
@@ -125,9 +135,13 @@ def failures_redrive(
     dry_run: DryRun = False,
     max_: Annotated[int | None, typer.Option("--max", min=1, help="Redrive at most N.")] = None,
     force: Annotated[bool, typer.Option(metavar=FLAG, help="Redrive messages marked for manual repair too.")] = False,
+    yes: Yes = False,
+    rate: Rate = DEFAULT_RATE,
+    log: AuditLog = None,
     visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> None:
-    """Send selected failed messages back to the source queue (original body and attributes), then delete them."""
+    """List the selected failed messages, then send them back to the source queue (original body and attributes) and
+    delete them from the failure DLQ."""
     chosen = checked_selection(key, error, since, until, as_json)
     if chosen.is_everything != all_:
         fail(
@@ -137,24 +151,77 @@ def failures_redrive(
             ),
             as_json,
         )
+    require_an_answer(yes, dry_run, as_json)
+    options = WriteOptions(yes, dry_run, rate, log)
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         dlq_url, source_url = stack.require(Output.FAILURE_DLQ_URL, Output.SOURCE_QUEUE_URL)
-        request = RedriveRequest(
-            chosen,
-            dry_run=dry_run,
-            max_messages=max_,
-            force=force,
-            visibility_timeout=visibility_timeout,
-            key_field=stack.key_field,
-        )
-        progress = None if as_json else (lambda outcome: render.redrive_progress(out, outcome))
-        result = redrive_failures(clients.sqs, dlq_url, source_url, request, progress)
+        listed: dict[str, FailureRecord] = {}  # the records the list shows, by DLQ message id
+
+        def note(record: FailureRecord) -> bool:
+            listed[record.message_id] = record
+            return True
+
+        request = RedriveRequest(chosen, dry_run=True, max_messages=max_, force=force,
+                                 visibility_timeout=visibility_timeout, key_field=stack.key_field, choose=note)
+        with Guard.open("failures redrive", options, clients, stack.name, out) as guard:
+            result = redrive_failures(clients.sqs, dlq_url, source_url, request)
+            decision = guard.decide("Redrive", "failure record(s)", [_planned(o) for o in result.outcomes])
+            if decision is Decision.GO:
+                confirmed = dataclasses.replace(request, dry_run=False, choose=lambda r: r.message_id in listed,
+                                                pace=guard.pace)
+                result = redrive_failures(clients.sqs, dlq_url, source_url, confirmed,
+                                          _audited(guard, listed, None if as_json else out))
+            else:
+                result = _unacted(result, decision, dry_run, None if as_json else out)
+            audit = guard.document()
         if not as_json:
             render.redrive_summary(out, result)
-        return (ExitCode.OK if result.complete else ExitCode.INCOMPLETE), report.failures_redrive(stack.name, result)
+        return guard.exit_code(result.complete), report.failures_redrive(stack.name, result, audit)
 
     run(stack_name, region, profile, as_json, body)
+
+
+# What each outcome of a redrive did to the queues, for its audit line (fire_and_forget/runtime/redrive.py).
+ACTED = {
+    Action.REDRIVEN: "SendMessage+DeleteMessage",
+    Action.SENT_NOT_DELETED: "SendMessage+DeleteMessage",
+    Action.SEND_FAILED: "SendMessage",
+    Action.COPY_DELETED: "DeleteMessage",
+}
+
+
+def _planned(outcome: Outcome) -> Planned:
+    return Planned(outcome.message_id, outcome.key or "-", outcome.error or "",
+                   outcome.action is Action.WOULD_REDRIVE, outcome.reason)
+
+
+def _audited(guard: Guard, listed: dict[str, FailureRecord], out: Console | None) -> Callable[[Outcome], None]:
+    """Print each outcome as it comes, and write the audit line of each one that sent or deleted a message."""
+
+    def done(outcome: Outcome) -> None:
+        if out is not None:
+            render.redrive_progress(out, outcome)
+        if outcome.action in ACTED:
+            record = listed.get(outcome.message_id)
+            target = {"messageId": outcome.message_id, "key": outcome.key, "error": outcome.error,
+                      "newMessageId": outcome.new_message_id}
+            guard.audit(ACTED[outcome.action], target, outcome.action.value, outcome.reason,
+                        forced=record is not None and record.manual_repair)
+
+    return done
+
+
+def _unacted(result: RedriveReport, decision: Decision, dry_run: bool, out: Console | None) -> RedriveReport:
+    """The list's report as the command's: each item as it was listed, or declined."""
+    if decision is Decision.DECLINED:
+        return dataclasses.replace(result, dry_run=False, outcomes=[
+            dataclasses.replace(o, action=Action.DECLINED) if o.action is Action.WOULD_REDRIVE else o
+            for o in result.outcomes])
+    if out is not None:
+        for outcome in result.outcomes:
+            render.redrive_progress(out, outcome)
+    return dataclasses.replace(result, dry_run=dry_run)
 
 
 @failures_app.command("discard")
@@ -168,46 +235,50 @@ def failures_discard(
     message_id: Annotated[
         list[str] | None, typer.Option("--message-id", help="Only this DLQ or source message id (repeatable).")
     ] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", metavar=FLAG, help="Do not ask for confirmation.")] = False,
+    yes: Yes = False,
     dry_run: DryRun = False,
-    log: Annotated[
-        Path | None,
-        typer.Option(help="Append each record, as a JSON line, to this file before deleting it (default: stderr)."),
-    ] = None,
+    rate: Rate = DEFAULT_RATE,
+    log: AuditLog = None,
     visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> None:
-    """Delete abandoned messages from the failure DLQ; each whole record is logged (JSON line) before it is deleted."""
+    """Delete abandoned messages from the failure DLQ, after a list; each whole record is logged (JSON line) before
+    it is deleted."""
     chosen = checked_selection(key, error, None, None, as_json)
     request = DiscardRequest(
-        chosen, frozenset(message_id or ()), dry_run=dry_run, visibility_timeout=visibility_timeout
+        chosen, frozenset(message_id or ()), dry_run=True, visibility_timeout=visibility_timeout
     )
     if request.is_empty:
         fail(UsageError("say which failures to discard: --key, --message-id or --error"), as_json)
-
-    def confirm(records: list[Any]) -> bool:
-        if yes:
-            return True
-        listed = ", ".join(r.key or r.message_id for r in records[:10]) + (" …" if len(records) > 10 else "")
-        try:
-            return typer.confirm(
-                f"Delete {len(records)} failure record(s) from the failure DLQ ({listed})? Each is logged first",
-                default=False,
-                err=True,
-            )
-        except typer.Abort:  # no answer (stdin closed): no
-            return False
+    require_an_answer(yes, dry_run, as_json)
+    options = WriteOptions(yes, dry_run, rate, log)
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
-        with ExitStack() as files:
-            try:
-                sink = files.enter_context(log.open("a", encoding="utf-8")) if log is not None else sys.stderr
-            except OSError as error:
-                raise UsageError(f"cannot write the log {log}: {error}", "give --log a writable file") from error
-            keyed = dataclasses.replace(request, key_field=stack.key_field)
-            dlq_url = stack.output(Output.FAILURE_DLQ_URL)
-            result = discard_failures(clients.sqs, dlq_url, stack.name, keyed, sink, confirm)
+        keyed = dataclasses.replace(request, key_field=stack.key_field)
+        dlq_url = stack.output(Output.FAILURE_DLQ_URL)
+        with Guard.open("failures discard", options, clients, stack.name, out) as guard:
+            result = discard_failures(clients.sqs, dlq_url, stack.name, keyed, guard.sink)
+            decision = guard.decide("Discard", "failure record(s)", [
+                Planned(o.message_id, o.key or "-", o.error, True,
+                        f"+{len(o.copies)} record(s) of the same execution" if o.copies else None)
+                for o in result.outcomes])
+            if decision is Decision.GO:
+                def done(outcome: Discarded) -> None:
+                    guard.audit("DeleteMessage", {"messageId": outcome.message_id, "key": outcome.key,
+                                                  "error": outcome.error, "copies": list(outcome.copies)},
+                                outcome.verdict.value, outcome.reason)
+
+                confirmed = dataclasses.replace(keyed, dry_run=False,
+                                                message_ids=frozenset(o.message_id for o in result.outcomes))
+                result = discard_failures(clients.sqs, dlq_url, stack.name, confirmed, guard.sink,
+                                          now=cli_common.now, pace=guard.pace, done=done)
+            elif decision is Decision.DECLINED:
+                result = dataclasses.replace(result, dry_run=False, outcomes=[
+                    dataclasses.replace(o, verdict=DiscardVerdict.DECLINED) for o in result.outcomes])
+            else:
+                result = dataclasses.replace(result, dry_run=dry_run)
+            audit = guard.document()
         if not as_json:
             render_discard(out, result, log)
-        return (ExitCode.OK if result.complete else ExitCode.INCOMPLETE), discard_document(stack.name, result, log)
+        return guard.exit_code(result.complete), discard_document(stack.name, result, log, audit)
 
     run(stack_name, region, profile, as_json, body)

@@ -2,18 +2,17 @@
 
 A message an operator gives up on must still be accounted for: before each DeleteMessage, the whole failure record
 (HandleFailure's document, the original message inside it, the DLQ message's id and attributes) is written as one JSON
-line to the log and flushed (to disk, with fsync, for a file). If writing fails, nothing is deleted. Only the selected
-records are deleted; every other message read is made visible again (fire_and_forget/runtime/dlq.py), and messages that
-are not failure records are never deleted. The records of one execution are one failure
-(fire_and_forget/runtime/records.py, one_per_execution): selected together, each logged and deleted.
+line to the log and flushed (to disk, with fsync, for a file: fire_and_forget/cli/guard.py, write_line). If writing
+fails, nothing is deleted. Only the selected records are deleted; every other message read is made visible again
+(fire_and_forget/runtime/dlq.py), and messages that are not failure records are never deleted. The records of one
+execution are one failure (fire_and_forget/runtime/records.py, one_per_execution): selected together, each logged and
+deleted. `ff-ops failures discard` runs this twice: as a dry run for the list the operator confirms, then for the
+confirmed records only (by their DLQ message ids), so that no message stays held while the prompt waits.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from typing import IO, TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from fire_and_forget.cli.guard import write_line
 from fire_and_forget.cli.report import json_time
 from fire_and_forget.runtime.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from fire_and_forget.runtime.errors import ACCESS_CODES, THROTTLING_CODES, error_code
@@ -120,10 +120,12 @@ def discard_failures(
     stack: str,
     request: DiscardRequest,
     log: IO[str],
-    confirm: Callable[[list[FailureRecord]], bool],
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    pace: Callable[[], None] = lambda: None,
+    done: Callable[[Discarded], None] = lambda outcome: None,
 ) -> DiscardReport:
-    """Read the whole DLQ, ask `confirm` about the selected records, then log and delete each one."""
+    """Read the whole DLQ, then log and delete each selected record, each in its turn (`pace`); `done` is told of
+    each record once its deletes were made."""
     report = DiscardReport(dry_run=request.dry_run, key_field=request.key_field)
     with HeldMessages(
         sqs, dlq_url, visibility_timeout=request.visibility_timeout, wait_seconds=request.wait_seconds
@@ -141,13 +143,11 @@ def discard_failures(
         if request.dry_run:
             report.outcomes = [_outcome(r, DiscardVerdict.WOULD_DISCARD) for r in chosen]
             return report
-        if chosen and not confirm(chosen):
-            report.outcomes = [_outcome(r, DiscardVerdict.DECLINED) for r in chosen]
-            return report
         for record in chosen:
+            pace()
             failed = []
             for message_id in record.message_ids:  # the record, then the other records of its execution
-                _write(log, log_line(records[message_id], bodies[message_id], stack, now(), request.key_field))
+                write_line(log, log_line(records[message_id], bodies[message_id], stack, now(), request.key_field))
                 try:
                     sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=held.receipt(message_id))
                 except ClientError as error:
@@ -156,17 +156,11 @@ def discard_failures(
                     failed.append(f"{message_id}: {error_code(error)}: {error}")
                     continue
                 held.forget(message_id)
-            report.outcomes.append(_outcome(record, DiscardVerdict.DELETE_FAILED, "; ".join(failed)) if failed
-                                   else _outcome(record, DiscardVerdict.DISCARDED))
+            outcome = (_outcome(record, DiscardVerdict.DELETE_FAILED, "; ".join(failed)) if failed
+                       else _outcome(record, DiscardVerdict.DISCARDED))
+            report.outcomes.append(outcome)
+            done(outcome)
     return report
-
-
-def _write(log: IO[str], line: str) -> None:
-    log.write(line + "\n")
-    log.flush()
-    # A terminal or a pipe (stderr) cannot be synced: flushed is as far as it goes.
-    with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
-        os.fsync(log.fileno())
 
 
 def _outcome(record: FailureRecord, verdict: DiscardVerdict, reason: str | None = None) -> Discarded:

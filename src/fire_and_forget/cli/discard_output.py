@@ -19,7 +19,9 @@ _KEYS = {
 }
 
 
-def document(stack: str, result: DiscardReport, log: Path | None) -> dict[str, Any]:
+def document(stack: str, result: DiscardReport, log: Path | None,
+             audit: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`audit` is the guard's block (fire_and_forget/cli/guard.py): where the audit lines went, how many."""
     return {
         "schema": SCHEMA,
         "stack": stack,
@@ -41,6 +43,7 @@ def document(stack: str, result: DiscardReport, log: Path | None) -> dict[str, A
             }
             for o in result.outcomes
         ],
+        "audit": audit,
     }
 
 

@@ -30,6 +30,7 @@ class ExitCode(IntEnum):
     INCOMPLETE = 8  # the command ran, but some selected items were left where they were (see its summary)
     NOT_FOUND = 9  # nothing matched what was asked for (failures show)
     CHECK_FAILED = 10  # smoke: a check of the deployment failed (see its table)
+    DECLINED = 11  # the operator answered no at the confirmation: nothing was changed
 
 
 class OpsError(Exception):

@@ -141,7 +141,12 @@ def move_progress(console: Console, task: MoveTask) -> None:
     console.print(f"move task {task.status}: {task.moved}{total} messages moved{reason}")
 
 
-def move_summary(console: Console, result: MoveResult) -> None:
+def move_summary(console: Console, result: MoveResult, dry_run: bool = False) -> None:
+    if dry_run or result.declined:
+        running = f"; a move task is running ({result.task.moved} moved so far)" if result.task else ""
+        console.print(f"{'Declined' if result.declined else 'Dry run'}: nothing moved; "
+                      f"{len(result.listed)} messages listed{running}.")
+        return
     if result.task is None:
         console.print("The source DLQ is empty: nothing to move.")
         return

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fire_and_forget.cli.errors import OpsError
-from fire_and_forget.cli.executions import ExecutionOutcome, RedriveVerdict
+from fire_and_forget.cli.executions import LEFT_BEHIND, ExecutionOutcome, RedriveVerdict
 from fire_and_forget.cli.failures import FailureListing
 from fire_and_forget.cli.healing import waiting_for
 from fire_and_forget.cli.healing_status import PERSON_DISPOSITIONS, HealingStatus
@@ -93,10 +93,12 @@ _ACTION_KEYS = {
     Action.SEND_FAILED: "sendFailed",
     Action.SENT_NOT_DELETED: "sentNotDeleted",
     Action.COPY_DELETED: "copyDeleted",
+    Action.DECLINED: "declined",
 }
 
 
-def failures_redrive(stack: str, report: RedriveReport) -> Json:
+def failures_redrive(stack: str, report: RedriveReport, audit: Json | None = None) -> Json:
+    """`audit` is the guard's block (fire_and_forget/cli/guard.py): where the audit lines went, how many."""
     return {
         "schema": "ff-ops/failures-redrive/v1",
         "stack": stack,
@@ -110,6 +112,7 @@ def failures_redrive(stack: str, report: RedriveReport) -> Json:
              "newMessageId": o.new_message_id, "reason": o.reason}
             for o in report.outcomes
         ],
+        "audit": audit,
     }
 
 
@@ -120,7 +123,8 @@ def move_task(task: MoveTask | None) -> Json | None:
             "failureReason": task.failure_reason, "startedAt": json_time(task.started_at)}
 
 
-def source_dlq_redrive(stack: str, source_arn: str, destination_arn: str, result: MoveResult) -> Json:
+def source_dlq_redrive(stack: str, source_arn: str, destination_arn: str, result: MoveResult,
+                       audit: Json | None = None) -> Json:
     return {
         "schema": "ff-ops/source-dlq-redrive/v1",
         "stack": stack,
@@ -129,7 +133,10 @@ def source_dlq_redrive(stack: str, source_arn: str, destination_arn: str, result
         "messagesBefore": result.messages_before,
         "started": result.started,
         "waited": result.waited,
+        "declined": result.declined,
+        "listed": [{"messageId": m.message_id, "key": m.key} for m in result.listed],
         "task": move_task(result.task),
+        "audit": audit,
     }
 
 
@@ -137,12 +144,16 @@ _VERDICT_KEYS = {
     RedriveVerdict.REDRIVEN: "redriven",
     RedriveVerdict.WOULD_REDRIVE: "wouldRedrive",
     RedriveVerdict.IN_FAILURE_DLQ: "inFailureDlq",
+    RedriveVerdict.RECONCILED: "reconciled",
+    RedriveVerdict.ABORTED_BY_PERSON: "abortedByPerson",
     RedriveVerdict.NOT_REDRIVABLE: "notRedrivable",
     RedriveVerdict.REDRIVE_FAILED: "redriveFailed",
+    RedriveVerdict.DECLINED: "declined",
 }
 
 
-def executions_redrive(stack: str, state_machine_arn: str, dry_run: bool, outcomes: list[ExecutionOutcome]) -> Json:
+def executions_redrive(stack: str, state_machine_arn: str, dry_run: bool, outcomes: list[ExecutionOutcome],
+                       audit: Json | None = None) -> Json:
     return {
         "schema": "ff-ops/executions-redrive/v1",
         "stack": stack,
@@ -152,14 +163,16 @@ def executions_redrive(stack: str, state_machine_arn: str, dry_run: bool, outcom
         "summary": {key: sum(1 for o in outcomes if o.verdict is verdict) for verdict, key in _VERDICT_KEYS.items()},
         "items": [
             {"executionArn": o.execution_arn, "status": o.status, "stopDate": json_time(o.stop_date), "error": o.error,
-             "verdict": o.verdict.value, "reason": o.reason, "redriveDate": json_time(o.redrive_date)}
+             "verdict": o.verdict.value, "reason": o.reason, "redriveDate": json_time(o.redrive_date),
+             "forced": o.forced}
             for o in outcomes
         ],
+        "audit": audit,
     }
 
 
 def executions_complete(outcomes: list[ExecutionOutcome]) -> bool:
-    return not any(o.verdict in (RedriveVerdict.NOT_REDRIVABLE, RedriveVerdict.REDRIVE_FAILED) for o in outcomes)
+    return not any(o.verdict in LEFT_BEHIND for o in outcomes)
 
 
 def status(report: StackStatus) -> Json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
@@ -24,6 +25,9 @@ TRACE_SOURCE_DLQ = ["sqs:ChangeMessageVisibility"]
 SEND_TO_SOURCE = ["sqs:SendMessage"]
 LIST_EXECUTIONS = ["states:ListExecutions"]
 ON_EXECUTIONS = ["states:DescribeExecution", "states:GetExecutionHistory", "states:RedriveExecution"]
+# `executions redrive` reads whether the Reconciler claimed an execution's message (fire_and_forget/cli/executions.py);
+# the table is encrypted with the stack's key, so the read needs kms:Decrypt through DynamoDB.
+READ_CLAIMS = ["dynamodb:GetItem"]
 QUEUE_KEY = ["kms:Decrypt", "kms:GenerateDataKey"]
 
 
@@ -39,6 +43,7 @@ class OperatedResources:
     state_machine: sfn.StateMachine
     pipe_arn: str
     key: kms.IKey
+    deliveries_table: dynamodb.ITable
 
 
 class OperatorPolicy(Construct):
@@ -80,6 +85,13 @@ class OperatorPolicy(Construct):
                 actions=QUEUE_KEY,
                 resources=[r.key.key_arn],
                 conditions={"StringEquals": {"kms:ViaService": f"sqs.{stack.region}.{stack.url_suffix}"}},
+            ),
+            _allow("ReadReconcilerClaims", READ_CLAIMS, [r.deliveries_table.table_arn]),
+            iam.PolicyStatement(
+                sid="DecryptTheClaimsThroughDynamoDb",
+                actions=["kms:Decrypt"],
+                resources=[r.key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{stack.region}.{stack.url_suffix}"}},
             ),
         ]
         self.policy = iam.ManagedPolicy(

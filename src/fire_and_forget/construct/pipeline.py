@@ -293,6 +293,7 @@ class FireAndForgetPipeline(Construct):
                 state_machine=self.state_machine,
                 pipe_arn=self.pipe.attr_arn,
                 key=self.key,
+                deliveries_table=self.deliveries_table,
             ),
         ).policy
 

@@ -51,6 +51,7 @@ class Action(StrEnum):
     SEND_FAILED = "send-failed"  # the source queue refused it: left in the DLQ
     SENT_NOT_DELETED = "sent-not-deleted"  # sent, but the delete failed: in both queues (a duplicate, absorbed)
     COPY_DELETED = "copy-deleted"  # another record of an execution just redriven: deleted once the one was sent
+    DECLINED = "declined"  # ff-ops listed it and the operator answered no: left in the DLQ
 
 
 LEFT_BEHIND = {Action.REFUSED_MANUAL_REPAIR, Action.UNRECOGNIZED, Action.SEND_FAILED, Action.SENT_NOT_DELETED}
@@ -99,6 +100,8 @@ class RedriveRequest:
     # the attributes to add to the message sent back (the attempt count).
     choose: Callable[[FailureRecord], bool] | None = None
     extra_attributes: Callable[[FailureRecord], dict[str, MessageAttributeValueTypeDef]] | None = None
+    # Called just before each send, to wait for its turn (ff-ops' --rate).
+    pace: Callable[[], None] | None = None
 
 
 def redrive_failures(sqs: SQSClient, dlq_url: str, source_url: str, request: RedriveRequest,
@@ -147,6 +150,8 @@ def _handle(sqs: SQSClient, held: HeldMessages, parsed: FailureRecord | Unrecogn
     if request.dry_run:
         more = f"with {len(parsed.copies)} more record(s) of its execution" if parsed.copies else None
         return [_outcome(parsed, Action.WOULD_REDRIVE, reason=more)]
+    if request.pace is not None:
+        request.pace()
     sent = _send_then_delete(sqs, held, parsed, source_url, request)
     if sent.action not in (Action.REDRIVEN, Action.SENT_NOT_DELETED):
         return [sent]
