@@ -113,6 +113,7 @@ def sample_events() -> dict[str, dict[str, Any]]:
         "orderId": order["orderId"],
         "customerId": order["customerId"],
         "messageId": record["messageId"],
+        "executionArn": "arn:aws:states:us-east-1:123456789012:execution:OrderSaga:coldstart",  # the attempt's own
         "order": order,
         "reservation": {
             "status": "RESERVED",

@@ -37,12 +37,14 @@ def run_demo(assembly: Path, orders: int) -> DemoRun:
     started = time.perf_counter()
     with Rehearsal.start(assembly) as aws:
         seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        units = aws.capacity.snapshot()
         bodies = {aws.send(sample.body): sample.body for sample in the_plan.samples}
         aws.pipe.duplicate_next = the_plan.sqs_duplicates
         aws.run(timeout_seconds=900)
+        units = aws.capacity.snapshot() - units
         ledger = account(aws, list(bodies))
         elapsed = time.perf_counter() - started
-        result = summarize(aws, ledger, bodies, the_plan, elapsed, orders=orders, chaos=False, seed=SEED)
+        result = summarize(aws, ledger, bodies, the_plan, elapsed, units, orders=orders, chaos=False, seed=SEED)
         executions = len(aws.pipe.stats.started)
     return DemoRun(
         orders=orders,

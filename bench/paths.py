@@ -87,6 +87,11 @@ def run_paths(assembly: Path) -> dict[str, PathResult]:
         seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
         for scenario in (*SCENARIOS, RESEND, DUPLICATE):
             results[scenario.name] = _run_one(aws, scenario)
+    # The meter counts per message, not per execution: what a duplicate delivery adds in DynamoDB is its path's
+    # units beyond those of the same kind of order delivered once (the happy path).
+    duplicate, once = results[DUPLICATE.name], results["happy path"]
+    duplicate.duplicate_usage.dynamodb_writes = duplicate.usage.dynamodb_writes - once.usage.dynamodb_writes
+    duplicate.duplicate_usage.dynamodb_reads = duplicate.usage.dynamodb_reads - once.usage.dynamodb_reads
     return results
 
 
@@ -97,12 +102,15 @@ def _run_one(aws: Rehearsal, scenario: Scenario) -> PathResult:
         aws.faults.add(Fault(task, kind, times=times, key=sample.order_id))
     before = set(aws.pipe.stats.started)
     aws.pipe.duplicate_next = 1 if scenario.duplicate_delivery else 0
+    units = aws.capacity.snapshot()
     aws.send(sample.body)
     executions = [e for e in aws.run() if e.arn not in before]
+    units = aws.capacity.snapshot() - units  # the one message's DynamoDB work, every execution's and function's
     aws.faults.clear()
     result = PathResult(scenario, executions, [len(aws.clock.for_execution(e.arn)) for e in executions])
-    for execution, retries in zip(executions, result.retries, strict=True):
-        usage = usage_of_execution(execution.history, retries)
+    for number, (execution, retries) in enumerate(zip(executions, result.retries, strict=True)):
+        # The path's metered units go with its first execution (run_paths splits a duplicate's share off).
+        usage = usage_of_execution(execution.history, retries, units if number == 0 else None)
         add(result.usage, usage)
         if execution.states and execution.states[-1] in DUPLICATE_ENDS:
             add(result.duplicate_usage, usage)
@@ -147,5 +155,5 @@ def demo_mix(results: dict[str, PathResult]) -> MixResult:
 
 def _scaled(usage: Usage, factor: float) -> Usage:
     return Usage(**{name: round(getattr(usage, name) * factor) for name in (
-        "transitions", "lambda_invocations", "sns_publishes", "sqs_requests", "pipe_requests",
-        "dynamodb_writes", "dynamodb_reads")})
+        "transitions", "lambda_invocations", "sns_publishes", "sqs_requests", "pipe_requests")},
+        dynamodb_writes=usage.dynamodb_writes * factor, dynamodb_reads=usage.dynamodb_reads * factor)

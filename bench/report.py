@@ -10,6 +10,16 @@ from bench.ceiling import PIPES_CONCURRENCY, PIPES_QUOTAS, QUOTAS, SFN_QUOTAS, c
 from bench.cli_startup import BUDGET_SECONDS as CLI_BUDGET_SECONDS
 from bench.cli_startup import Startup
 from bench.demo_run import DemoRun
+from bench.idle import (
+    ALARM_METRIC_MONTH,
+    COMPOSITE_ALARM_MONTH,
+    DASHBOARD_MONTH,
+    KMS_KEY_MONTH,
+    SCHEDULER_INVOCATION,
+    Idle,
+)
+from bench.overhead import GOAL as OVERHEAD_GOAL
+from bench.overhead import Overhead
 from bench.paths import ANCHORS, DUPLICATE, RESEND, SCENARIOS, MixResult, PathResult
 from bench.synth import SuiteRun, SynthTimes
 from bench.throughput import Level
@@ -31,13 +41,15 @@ class Run:
     throughput: list[Level]
     suite: SuiteRun | None
     cli: list[Startup] | None = None
+    overhead: Overhead | None = None
+    idle: Idle | None = None
     seconds: float = 0.0
     commit_after: str = ""  # the checkout may move under a long run: say so
 
 
 def render(run: Run) -> str:
-    sections = [_header(run), _transitions(run), _cost(run), _coldstart(run), _cli(run), _synth(run),
-                _throughput(run), _ceiling(run)]
+    sections = [_header(run), _transitions(run), _cost(run), _idle(run), _coldstart(run), _cli(run), _synth(run),
+                _throughput(run), _overhead(run), _ceiling(run)]
     return "\n\n".join(sections) + "\n"
 
 
@@ -113,7 +125,7 @@ def _cost(run: Run) -> str:
     for scenario in (*SCENARIOS, RESEND, DUPLICATE):
         u = run.paths[scenario.name].usage
         rows.append([scenario.name, u.transitions, u.lambda_invocations, u.sns_publishes, u.sqs_requests,
-                     u.pipe_requests, f"{u.dynamodb_writes}/{u.dynamodb_reads}",
+                     u.pipe_requests, f"{u.dynamodb_writes:g}/{u.dynamodb_reads:g}",
                      f"${run.paths[scenario.name].cost_per_million:,.2f}"])
     weights = [[name, f"{share:.0%}"] for name, share in run.mix.weights.items()]
     prices = [[key, f"{price.usd * 1e6:,.4f}", price.per, price.source] for key, price in cost.PRICES.items()]
@@ -121,10 +133,14 @@ def _cost(run: Run) -> str:
         "## 2. Cost per 1M orders",
         "",
         "`fire_and_forget.rehearsal.cost.usage_of_execution` turns each execution's history into billable requests",
-        "(billed transitions, Lambda invocations, SNS publishes, SQS and DynamoDB requests), priced at",
-        "`fire_and_forget.rehearsal.cost.PRICES`.",
+        "(billed transitions, Lambda invocations, SNS publishes, SQS requests), and the rehearsal's DynamoDB meter",
+        "(`fire_and_forget.rehearsal.capacity`) counts the write and read request units (W/R) of every DynamoDB call",
+        "the message caused, by DynamoDB's documented rules (item sizes, transactions at twice the units); all priced",
+        "at `fire_and_forget.rehearsal.cost.PRICES`.",
         "",
         _table(["path", "transitions", "Lambda", "SNS", "SQS", "pipe", "DynamoDB W/R", "USD per 1M orders"], rows),
+        "",
+        _happy_breakdown(run),
         "",
         f"**The demo's default mix** (`demos.orders.demo.MIX` and its resend and duplicate shares) costs "
         f"**${run.mix.cost_per_million:,.2f} per 1M orders**, {run.mix.transitions_per_message:.3f} billed "
@@ -145,10 +161,71 @@ def _cost(run: Run) -> str:
         "",
         f"- Lambda memory {cost.LAMBDA_MEMORY_GB} GB and {cost.LAMBDA_BILLED_MS} ms billed per invocation (a"
         " DynamoDB-bound handler's warm duration in AWS; offline timings are not AWS timings).",
-        f"- {cost.DYNAMODB_WRITES_PER_INVOCATION} DynamoDB writes and {cost.DYNAMODB_READS_PER_INVOCATION} read per"
-        " invocation (idempotency record in progress and completed, about two domain writes, one idempotency read).",
+        "- A ConditionCheck in a transaction is metered as a transactional write of the item it checks (2 write"
+        " units per KB, as measured against DynamoDB and published; DynamoDB's pages do not say); read as a"
+        " transactional read instead, each would cost 2 read units.",
         f"- {cost.SQS_REQUESTS_PER_MESSAGE} SQS requests per message (send, receive, delete) and one pipe request per"
-        " execution; every payload under 64 KB. No free tier, no CloudWatch Logs, alarms or dashboard.",
+        " execution; every payload under 64 KB. No free tier, no CloudWatch Logs; alarms, dashboard and keys bill"
+        " by the month (below).",
+    ])
+
+
+def _happy_breakdown(run: Run) -> str:
+    """Where the happy path's dollars go, and the least any saga of this shape can cost."""
+    u = run.paths["happy path"].usage
+    p = cost.PRICES
+    lambda_usd = u.lambda_invocations * (p["lambda_request"].usd
+                                         + cost.LAMBDA_MEMORY_GB * cost.LAMBDA_BILLED_MS / 1000
+                                         * p["lambda_gb_second"].usd)
+    parts = [("state transitions", u.transitions * p["state_transition"].usd),
+             ("DynamoDB", u.dynamodb_writes * p["dynamodb_write"].usd + u.dynamodb_reads * p["dynamodb_read"].usd),
+             ("Lambda", lambda_usd), ("SQS", u.sqs_requests * p["sqs_request"].usd),
+             ("pipe", u.pipe_requests * p["pipe_request"].usd)]
+    # Three Standard transitions, three invocations, the message's SQS and pipe requests, and Powertools'
+    # idempotency record alone (written in progress, then completed: two write units per step).
+    floor = sum(usd for name, usd in parts if name != "DynamoDB") + 2 * u.lambda_invocations * p["dynamodb_write"].usd
+    return (f"**The happy path, ${run.paths['happy path'].cost_per_million:,.2f} per 1M orders**: "
+            + ", ".join(f"{name} ${usd * 1e6:,.2f}" for name, usd in parts)
+            + f" ({u.dynamodb_writes:g} write and {u.dynamodb_reads:g} read units: each step's idempotency record, "
+            "the delivery claim, the reservation's and the shipment's transactions with the order's ownership, the "
+            "payment). The least a saga of three Standard steps with an idempotency record per step can cost at "
+            f"these prices, with no business write at all, is ${floor * 1e6:,.2f}.")
+
+
+def _idle(run: Run) -> str:
+    idle = run.idle
+    if idle is None:
+        return "### At idle\n\nSkipped in this run."
+    month = idle.per_month
+    rows = [[f"schedule `{name}`", f"{count:,}", f"{count * month:,.0f}"] for name, count in idle.firings.items()]
+    rows += [[f"{task} invocations", f"{count:,}", f"{count * month:,.0f}"] for task, count in idle.invocations.items()]
+    rows += [["SQS requests by the functions", f"{idle.sqs_requests:,}", f"{idle.sqs_requests * month:,.0f}"],
+             ["SNS publishes", f"{idle.sns_publishes:,}", f"{idle.sns_publishes * month:,.0f}"],
+             ["DynamoDB write/read units", f"{idle.dynamodb_write_units:g}/{idle.dynamodb_read_units:g}",
+              f"{idle.dynamodb_write_units * month:,.0f}/{idle.dynamodb_read_units * month:,.0f}"]]
+    fixed = [["alarm metrics", idle.alarm_metrics, f"${ALARM_METRIC_MONTH[0]:.2f}", ALARM_METRIC_MONTH[1]],
+             ["composite alarms", idle.composite_alarms, f"${COMPOSITE_ALARM_MONTH[0]:.2f}", COMPOSITE_ALARM_MONTH[1]],
+             ["dashboards", idle.dashboards, f"${DASHBOARD_MONTH[0]:.2f}", DASHBOARD_MONTH[1]],
+             ["customer managed KMS keys", idle.kms_keys, f"${KMS_KEY_MONTH[0]:.2f}", KMS_KEY_MONTH[1]]]
+    return "\n".join([
+        "### At idle: the fixed monthly cost",
+        "",
+        "`bench.idle.measure`: the rehearsal with no message for "
+        f"{idle.hours:g} virtual hours, every schedule firing on its period; counted, then scaled to a month of",
+        "730 hours. Lambda as in the assumptions above; the scheduler at "
+        f"${SCHEDULER_INVOCATION[0] * 1e6:.2f} per million invocations ({SCHEDULER_INVOCATION[1]}), no free tier.",
+        "",
+        _table(["what idles", f"in {idle.hours:g} h", "a month"], rows),
+        "",
+        f"**The schedules and the sweep cost ${idle.schedules_usd():,.4f} a month at idle.** The resources that bill "
+        "by the month whatever the traffic, from the template:",
+        "",
+        _table(["resource", "count", "USD a month each", "source"], fixed, "lrrl"),
+        "",
+        f"**${idle.resources_usd():,.2f} a month** for those (the dashboard is free within an account's first three).",
+        "The Lambda event source mapping that feeds the Reconciler long-polls its queue; AWS does not document how",
+        "often an idle mapping asks, and bills those requests to SQS at its request price: they are not in these",
+        "figures. Nor are CloudWatch Logs (ingestion and storage of the functions' logs).",
     ])
 
 
@@ -265,6 +342,31 @@ def _throughput(run: Run) -> str:
                 "succeeded"], rows),
         "",
         _scaling(run.throughput),
+    ])
+
+
+def _overhead(run: Run) -> str:
+    o = run.overhead
+    if o is None:
+        return "### Emulation overhead\n\nSkipped in this run."
+    verdict = "within" if o.wall_ratio <= OVERHEAD_GOAL else "**over**"
+    return "\n".join([
+        "### Emulation overhead",
+        "",
+        "`bench.overhead.measure`: in one rehearsal, valid orders one at a time, alternately through the whole",
+        "rehearsal (SendMessage, the pipe, moto's Step Functions interpreter, each Task through moto's Lambda API) and",
+        "straight through the same three handlers in process (`LambdaRuntime.call`) on the same moto DynamoDB: the",
+        "handlers' own work, this machine's floor for an order. Medians per order over "
+        f"{o.orders} orders on each side.",
+        "",
+        _table(["per order", "wall ms", "CPU ms"], [
+            ["through the rehearsal", f"{o.rehearsal_wall * 1000:.1f}", f"{o.rehearsal_cpu * 1000:.1f}"],
+            ["the three handlers directly", f"{o.direct_wall * 1000:.1f}", f"{o.direct_cpu * 1000:.1f}"],
+            ["ratio", f"{o.wall_ratio:.2f}x", f"{o.cpu_ratio:.2f}x"],
+        ]),
+        "",
+        f"The emulation costs {o.wall_ratio:.2f}x the handlers' own time, {verdict} the goal of "
+        f"{OVERHEAD_GOAL:.0f}x.",
     ])
 
 

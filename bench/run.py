@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: make the repository root importable (bench, offline, app)
     sys.path.insert(0, str(ROOT))
 
-from bench import cli_startup, coldstart, demo_run, machine, paths, synth, throughput  # noqa: E402
+from bench import cli_startup, coldstart, demo_run, idle, machine, overhead, paths, synth, throughput  # noqa: E402
 from bench.report import Run, render  # noqa: E402
 from tests.support.mutation_table import carried_over  # noqa: E402
 
@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cli-runs", type=int, default=15, help="fresh processes per ff-ops command")
     parser.add_argument("--synth-rounds", type=int, default=5, help="timed synths of each app")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 10, 100], help="concurrent messages")
+    parser.add_argument("--overhead-orders", type=int, default=30, help="orders on each side of the overhead ratio")
     parser.add_argument("--demo-orders", type=int, default=100, help="orders of the demo's plan to cross-check the"
                         " weighted mix with (0: skip)")
     args = parser.parse_args(argv)
@@ -59,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = paths.run_paths(args.assembly)
     _step(f"offline throughput at {', '.join(map(str, args.levels))} concurrent messages")
     levels = throughput.measure(args.assembly, args.levels)
+    _step("a virtual idle day: what the schedules and the sweep cost with no traffic")
+    at_idle = idle.measure(args.assembly)
+    _step("emulation overhead: orders through the rehearsal against the three handlers called directly")
+    emulation = overhead.measure(args.assembly, args.overhead_orders)
     demo = None
     if args.demo_orders:
         _step(f"the demo's plan, {args.demo_orders} orders, as a cross-check of the weighted mix")
@@ -70,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _step("the full test suite (python -m pytest -q -p no:randomly)")
         suite = synth.run_suite()
 
-    run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite, cli)
+    run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite, cli, emulation, at_idle)
     run.seconds = time.perf_counter() - started
     run.commit_after = machine.commit()
     previous = args.out.read_text(encoding="utf-8") if args.out.exists() else ""

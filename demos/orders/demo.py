@@ -29,6 +29,7 @@ from fire_and_forget.rehearsal import (
     Ledger,
     Place,
     Rehearsal,
+    Units,
     Usage,
     account,
     add,
@@ -199,6 +200,7 @@ def run_demo(aws: Rehearsal, console: Console, *, orders: int, chaos: bool, seed
     the_plan = plan(orders, seed, chaos)
     started = time.perf_counter()
     seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+    units = aws.capacity.snapshot()  # DynamoDB's request units from here on are the pipeline's (capacity.py)
     if chaos:
         for fault in chaos_faults(random.Random(seed + 1), the_plan.samples, the_plan.aborted):
             aws.faults.add(fault)
@@ -208,8 +210,9 @@ def run_demo(aws: Rehearsal, console: Console, *, orders: int, chaos: bool, seed
     _process(aws, the_plan, console)
     _heal(aws, console)
     elapsed = time.perf_counter() - started
+    units = aws.capacity.snapshot() - units
     ledger = account(aws, list(bodies))
-    return summarize(aws, ledger, bodies, the_plan, elapsed, orders=orders, chaos=chaos, seed=seed)
+    return summarize(aws, ledger, bodies, the_plan, elapsed, units, orders=orders, chaos=chaos, seed=seed)
 
 
 def write_reports(result: dict[str, Any], report: Path) -> None:
@@ -277,8 +280,9 @@ def _abort_held(aws: Rehearsal, order_ids: list[str]) -> None:
 
 
 def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: Plan, elapsed: float,
-              **options: Any) -> dict[str, Any]:
-    """Everything the report shows, as data (also the JSON report)."""
+              dynamodb: Units, **options: Any) -> dict[str, Any]:
+    """Everything the report shows, as data (also the JSON report); `dynamodb` is the request units the run's
+    DynamoDB calls consumed, as the rehearsal's meter counted them."""
     from demos.orders.invariants import saga_violations
 
     executions = {e.arn: e for e in aws.executions()}
@@ -300,6 +304,7 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
             usage = usage_of_execution(execution.history, retries)
             add(total, usage)
             transitions.setdefault(outcome_of_run, []).append(usage.transitions)
+    total.dynamodb_writes, total.dynamodb_reads = dynamodb.write, dynamodb.read
     failures = [json.loads(m["Body"]) for m in aws.messages("FailureDlqUrl")]
     notifications = aws.notifications()
     return {

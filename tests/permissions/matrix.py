@@ -74,11 +74,16 @@ class MatrixBuilder(HealingEdges):
                     via="sqs",
                 )
             edge = f"pipe {pipe_lid} starts {target}"
-            self.role_call(edge, role, "states:StartExecution", target, self.a.att(target, "Ref"))
+            # FIRE_AND_FORGET calls StartExecution, REQUEST_RESPONSE StartSyncExecution: the other one is denied.
+            mode = props["TargetParameters"]["StepFunctionStateMachineParameters"]["InvocationType"]
+            start, other = ("states:StartSyncExecution", "states:StartExecution") if mode == "REQUEST_RESPONSE" \
+                else ("states:StartExecution", "states:StartSyncExecution")
+            self.role_call(edge, role, start, target, self.a.att(target, "Ref"))
+            self.denied(edge, role, other, self.a.att(target, "Ref"), "the other invocation type's call")
             self.denied(
                 edge,
                 role,
-                "states:StartExecution",
+                start,
                 arn("states", "stateMachine:AnotherStateMachine"),
                 "another state machine",
             )

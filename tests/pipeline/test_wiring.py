@@ -14,7 +14,6 @@ import pytest
 from aws_cdk import aws_pipes as pipes
 
 from fire_and_forget.construct import FireAndForgetPipeline, WiringError, Workflow
-from fire_and_forget.construct.pipe import InvalidPipeTarget
 from tests.pipeline import minimal
 from tests.pipeline.minimal import TASK
 
@@ -137,16 +136,6 @@ def test_a_bad_message_key_is_refused(tmp_path: Path) -> None:
     with pytest.raises(WiringError) as raised:
         minimal.pipeline(scope, minimal.write(tmp_path, minimal.valid_definition()), message_key="body.id")
     assert "message_key 'body.id': name one top-level field of the message body" in str(raised.value)
-
-
-def test_standard_with_request_response_is_refused(tmp_path: Path) -> None:
-    scope = minimal.stack()
-    with pytest.raises(InvalidPipeTarget) as raised:
-        minimal.pipeline(scope, minimal.write(tmp_path, minimal.valid_definition()), invocation_type="REQUEST_RESPONSE")
-    assert "only with invocation type FIRE_AND_FORGET" in str(raised.value)
-    assert "Use FIRE_AND_FORGET and handle failures inside the workflow, or switch to an EXPRESS workflow" in str(
-        raised.value
-    )
 
 
 def test_a_body_filter_set_on_the_pipe_fails_synth(tmp_path: Path) -> None:

@@ -120,3 +120,42 @@ def test_a_stopped_executions_history_is_serialized_once_and_answered_the_same_e
     assert serialized == []
     assert again["events"] == first["events"] == execution.history
     assert again["events"][-1]["type"] == "ExecutionFailed"
+
+
+def test_the_benchmarks_floor_is_the_same_work_as_an_order_through_the_rehearsal(aws: Rehearsal) -> None:
+    # bench/overhead.py divides an order's time through the rehearsal by the time of its three handlers called
+    # directly (LambdaRuntime.call); the ratio means something only if both sides do the same business work.
+    from bench.overhead import direct_order, saga_functions
+
+    piped_body, piped_id = _order(1)
+    direct_body, direct_id = _order(2)
+    # Given one order through the whole rehearsal and one straight through the handlers
+    aws.send(piped_body)
+    assert [e.status for e in aws.run()] == ["SUCCEEDED"]
+    shipped = direct_order(aws, saga_functions(aws), direct_body)
+    # Then the direct one ran every step: its result names the shipment, and each table that holds an order's
+    # work holds one item for each order, of the same shape
+    assert shipped["orderId"] == direct_id
+    for table in ("OrdersTableName", "ReservationsTableName", "PaymentsTableName", "ShipmentsTableName"):
+        items = aws.items(table)
+        piped = [item for item in items if piped_id in repr(item)]
+        direct = [item for item in items if direct_id in repr(item)]
+        assert len(piped) == len(direct) == 1, (table, items)
+        assert set(piped[0]) == set(direct[0]), table
+
+
+def test_the_dynamodb_meter_never_takes_a_fault_planned_for_the_pipeline(aws: Rehearsal) -> None:
+    # The meter looks at the stored item before and after each write (capacity.py); a fault on a table's calls must
+    # still strike the call it was planned for.
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    client = boto3.client("dynamodb", region_name=aws.region, config=Config(retries={"total_max_attempts": 1}))
+    table = aws.outputs["InventoryTableName"]
+    aws.faults.add(Fault("InventoryTable", FaultKind.UNAVAILABLE, times=1))
+    with pytest.raises(ClientError, match="ServiceUnavailable"):
+        client.put_item(TableName=table, Item={"sku": {"S": "METER-PROBE"}, "available": {"N": "1"}})
+    written = aws.capacity.snapshot()
+    client.put_item(TableName=table, Item={"sku": {"S": "METER-PROBE"}, "available": {"N": "1"}})
+    assert (aws.capacity.snapshot() - written).write == 1

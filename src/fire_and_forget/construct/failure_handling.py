@@ -23,10 +23,12 @@ class FailureHandling(Construct):
     EventBridge rule targets the topic directly (the failure rule feeds the Reconciler, which announces).
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, settings: PipelineSettings) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, settings: PipelineSettings,
+                 failure_dlq: bool = True) -> None:
         super().__init__(scope, construct_id)
         self.undelivered_alerts: sqs.Queue | None = None
-        self.failure_dlq = dead_letter_queue(self, "FailureDlq", key=key, settings=settings)
+        # REQUEST_RESPONSE has none: a failed message stays in the source queue, and ends in the source DLQ.
+        self.failure_dlq = dead_letter_queue(self, "FailureDlq", key=key, settings=settings) if failure_dlq else None
         self.alerts_topic = sns.Topic(
             self,
             "AlertsTopic",

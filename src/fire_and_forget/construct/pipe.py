@@ -1,8 +1,7 @@
-"""The EventBridge Pipe that starts one workflow execution per SQS message, fire-and-forget."""
+"""The EventBridge Pipe that starts one workflow execution per SQS message: FIRE_AND_FORGET (Standard) or
+REQUEST_RESPONSE (Express, the pipe waits for the result)."""
 
 from __future__ import annotations
-
-from typing import Literal
 
 import jsii
 from aws_cdk import Stack
@@ -14,9 +13,10 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct, IValidation
 
 from fire_and_forget.construct.defaults import log_group
+from fire_and_forget.construct.request_response import REQUEST_RESPONSE, InvocationType
 from fire_and_forget.construct.settings import PipelineSettings
 
-InvocationType = Literal["FIRE_AND_FORGET", "REQUEST_RESPONSE"]
+__all__ = ["InvalidPipeTarget", "InvocationType", "Pipe", "check_invocation_type"]
 
 
 class InvalidPipeTarget(ValueError):
@@ -32,10 +32,21 @@ def check_invocation_type(workflow_type: sfn.StateMachineType, invocation_type: 
             "synchronously, and AWS rejects the pipe at deploy time. Use FIRE_AND_FORGET and handle failures "
             "inside the workflow, or switch to an EXPRESS workflow."
         )
+    if workflow_type == sfn.StateMachineType.EXPRESS and invocation_type != REQUEST_RESPONSE:
+        raise InvalidPipeTarget(
+            "This pipeline starts an EXPRESS state machine only with invocation type REQUEST_RESPONSE. AWS accepts "
+            "FIRE_AND_FORGET for Express (an asynchronous Express execution), but such an execution runs at least "
+            "once, keeps no history but its logs, sends no status-change events and cannot be redriven: nothing of "
+            "the FIRE_AND_FORGET safety net could see its failures. Use REQUEST_RESPONSE, so that the source queue "
+            "keeps the message until the execution succeeded, or a STANDARD workflow with FIRE_AND_FORGET."
+        )
 
 
 class Pipe(Construct):
     """SQS source (batch size 1, no filter) to a Step Functions target, with a least-privilege role and logs.
+
+    FIRE_AND_FORGET starts a STANDARD workflow (StartExecution) and the message is deleted once it started;
+    REQUEST_RESPONSE runs an EXPRESS workflow (StartSyncExecution) and the message is deleted once it succeeded.
 
     There is deliberately no `filter_criteria`: a pipe deletes the SQS messages its filter does not match,
     which would lose them without a trace. A validation refuses one added later (an escape hatch, an Aspect).
@@ -62,7 +73,12 @@ class Pipe(Construct):
         # and GetQueueUrl, which the pipe never calls.
         source_queue.grant(self.role, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
         source_key.grant_decrypt(self.role)
-        state_machine.grant_start_execution(self.role)
+        # StartExecution for FIRE_AND_FORGET, StartSyncExecution for REQUEST_RESPONSE
+        # (PipeTargetStateMachineParameters).
+        if invocation_type == REQUEST_RESPONSE:
+            state_machine.grant_start_sync_execution(self.role)
+        else:
+            state_machine.grant_start_execution(self.role)
         self.log_group.grant_write(self.role)
 
         self.pipe = pipes.CfnPipe(

@@ -1,4 +1,5 @@
-"""FireAndForgetPipeline: any Standard workflow, run fire-and-forget from SQS, with the whole safety net around it."""
+"""FireAndForgetPipeline: a workflow run from SQS by an EventBridge Pipe, with the safety net of its mode around it:
+FIRE_AND_FORGET (Standard workflow, recovery in and around it) or REQUEST_RESPONSE (Express, the queue recovers)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import jsii
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_pipes as pipes
@@ -28,7 +30,15 @@ from fire_and_forget.construct.monitoring import Monitoring
 from fire_and_forget.construct.monitoring_metrics import MonitoredResources, WorkflowMetrics
 from fire_and_forget.construct.notifications import SlackNotifications
 from fire_and_forget.construct.operator_policy import OperatedResources, OperatorPolicy
-from fire_and_forget.construct.pipe import InvocationType, Pipe
+from fire_and_forget.construct.pipe import Pipe
+from fire_and_forget.construct.request_response import (
+    REQUEST_RESPONSE,
+    InvocationType,
+    lambda_timeout_seconds,
+    visibility_timeout_seconds,
+    workflow_timeout_seconds,
+)
+from fire_and_forget.construct.request_response_alarms import RequestResponseAlarms
 from fire_and_forget.construct.settings import PipelineSettings
 from fire_and_forget.construct.source_queue import SourceQueue
 from fire_and_forget.construct.task_resources import encrypted_table
@@ -64,7 +74,10 @@ class PipelineProps:
     """The customer-managed KMS key of the queues, the topic and the deliveries table: give the one your tables
     use, or leave it out and the pipeline makes one (`.key`)."""
     invocation_type: InvocationType = "FIRE_AND_FORGET"
-    """How the pipe starts the workflow. FIRE_AND_FORGET: the message is deleted once the execution has started."""
+    """The pipeline's mode, the one prop that chooses it (docs/construct.md, "The two modes"). FIRE_AND_FORGET: a
+    Standard workflow, the message deleted once the execution started, recovery by the failure tail, the rule, the
+    Reconciler and the Redriver. REQUEST_RESPONSE: an Express workflow the pipe waits for, the message deleted once
+    it succeeded, recovery by the source queue (visibility timeout, maxReceiveCount, source DLQ)."""
     outputs: Mapping[str, str] = field(default_factory=dict)
     """Extra stack outputs (a table the operators or the rehearsal read), beside the pipeline's own (OUTPUT_KEYS)."""
     layer: lambda_.ILayerVersion | None = None
@@ -76,12 +89,16 @@ class PipelineProps:
 
 
 class FireAndForgetPipeline(Construct):
-    """SQS -> Pipe (FIRE_AND_FORGET) -> the workflow -> its failure tail, with the rule for what Catch cannot see.
+    """SQS -> Pipe -> the workflow -> its tail. FIRE_AND_FORGET (the default): a Standard workflow, its failure tail
+    and the rule for what Catch cannot see; REQUEST_RESPONSE: an Express workflow whose failures return the message
+    to the source queue (`invocation_type`).
 
     Takes its props as keywords, as CDK constructs do; each is documented on PipelineProps. Exposes what it creates:
     `.source_queue`, `.source_dlq`, `.pipe`, `.state_machine`, `.failure_dlq`, `.alerts_topic`, `.alarms`,
-    `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`, and `.props`. Its outputs have fixed keys, which is
-    how ff-ops finds it: one pipeline per stack emits them.
+    `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`, and `.props`; in REQUEST_RESPONSE mode
+    `.failure_dlq`, `.composite_alarm` and `.dashboard` are None and `.operator_policy` raises (ff-ops' policy reads
+    the FIRE_AND_FORGET parts). Its outputs have fixed keys,
+    which is how ff-ops finds it: one pipeline per stack emits them.
     """
 
     def __init__(
@@ -119,11 +136,15 @@ class FireAndForgetPipeline(Construct):
         _check_message_key(props.message_key)
         settings = props.settings
         self.key: kms.IKey = props.key or MessagingKey(self, "MessagingKey", settings=settings).key
-        source = SourceQueue(self, "SourceQueue", key=self.key, settings=settings)
-        failure = FailureHandling(self, "FailureHandling", key=self.key, settings=settings)
+        mode = props.invocation_type
+        returns = mode == REQUEST_RESPONSE
+        workflow_timeout = workflow_timeout_seconds(settings, mode)
+        source = SourceQueue(self, "SourceQueue", key=self.key, settings=settings,
+                             visibility_timeout_seconds=visibility_timeout_seconds(settings, mode, workflow_timeout))
+        failure = FailureHandling(self, "FailureHandling", key=self.key, settings=settings, failure_dlq=not returns)
         self.source_queue: sqs.Queue = source.queue
         self.source_dlq: sqs.Queue = source.dead_letter_queue
-        self.failure_dlq: sqs.Queue = failure.failure_dlq
+        self.failure_dlq: sqs.Queue | None = failure.failure_dlq
         self.alerts_topic: sns.Topic = failure.alerts_topic
         self.deliveries_table = self._deliveries_table(props)
 
@@ -138,20 +159,62 @@ class FireAndForgetPipeline(Construct):
             alerts_topic=self.alerts_topic,
             key=self.key,
             deliveries_table=self.deliveries_table,
+            invocation_type=mode,
         )
         self.state_machine: sfn.StateMachine = machine.state_machine
         pipe = Pipe(
             self,
             "Pipe",
             settings=settings,
-            description=f"Starts one {workflow.title} execution per SQS message (FIRE_AND_FORGET)",
+            description=f"Starts one {workflow.title} execution per SQS message ({mode})",
             source_queue=self.source_queue,
             source_key=self.key,
             state_machine=self.state_machine,
             workflow_type=machine.state_machine_type,
-            invocation_type=props.invocation_type,
+            invocation_type=mode,
         )
         self.pipe: pipes.CfnPipe = pipe.pipe
+        self.alarms: dict[str, cw.Alarm] = {}
+        self.composite_alarm: cw.CompositeAlarm | None = None
+        self.dashboard: cw.Dashboard | None = None
+        self._operator_policy: iam.ManagedPolicy | None = None
+        if returns:
+            self._request_response_net(props, stack)
+        else:
+            self._fire_and_forget_net(props, stack, source, failure, machine)
+        self.node.add_validation(_GeneratedNamesFit(stack, (self.state_machine,)))
+
+    def _request_response_net(self, props: PipelineProps, stack: Stack) -> None:
+        """REQUEST_RESPONSE: the source queue is the safety net. No status-change rule (Express workflows send no
+        such events), no Reconciler and no Redriver (they read and redrive Standard executions), no failure DLQ."""
+        settings = props.settings
+        SlackNotifications(self, "Notifications", settings=settings, topic=self.alerts_topic)
+        alarms = RequestResponseAlarms(
+            self, "Monitoring", settings=settings.alarms, state_machine=self.state_machine, source_dlq=self.source_dlq,
+            alerts_topic=self.alerts_topic, title=props.workflow.title, max_receive_count=settings.max_receive_count,
+            runbook_url=settings.runbook_url,
+        )
+        self.alarms = alarms.alarms
+        outputs: dict[Output, str] = {
+            Output.PIPELINE_NAME: props.name,
+            Output.SOURCE_QUEUE_URL: self.source_queue.queue_url,
+            Output.SOURCE_DLQ_URL: self.source_dlq.queue_url,
+            Output.ALERTS_TOPIC_ARN: self.alerts_topic.topic_arn,
+            Output.STATE_MACHINE_ARN: self.state_machine.state_machine_arn,
+            Output.PIPE_NAME: self.pipe.ref,
+            Output.PIPE_ARN: self.pipe.attr_arn,
+            Output.DELIVERIES_TABLE_NAME: self.deliveries_table.table_name,
+            Output.MESSAGE_KEY_FIELD: props.message_key,
+        }
+        self._emit(props, outputs)
+
+    def _fire_and_forget_net(self, props: PipelineProps, stack: Stack, source: SourceQueue,
+                             failure: FailureHandling, machine: WorkflowStateMachine) -> None:
+        """FIRE_AND_FORGET: the failure tail's DLQ and topic, the status-change rule, the healing functions, the
+        alarms and dashboard, the operator policy."""
+        settings = props.settings
+        workflow = props.workflow
+        assert self.failure_dlq is not None
         execution_events = ExecutionEvents(
             self,
             "ExecutionEvents",
@@ -183,7 +246,8 @@ class FireAndForgetPipeline(Construct):
                 compensations=tuple((step, state, workflow.functions[state])
                                     for step, state in workflow.ordered_undo(machine.definition)),
                 transient_errors=retried_errors(machine.definition),
-                task_timeouts={state: _timeout_seconds(function) for state, function in workflow.functions.items()},
+                task_timeouts={state: lambda_timeout_seconds(function)
+                               for state, function in workflow.functions.items()},
                 source_max_message_bytes=source.max_message_size_bytes,
             ),
         )
@@ -212,10 +276,10 @@ class FireAndForgetPipeline(Construct):
                 healing=self.healing,
             ),
         )
-        self.alarms: dict[str, cw.Alarm] = monitoring.alarms
-        self.composite_alarm: cw.CompositeAlarm = monitoring.composite
-        self.dashboard: cw.Dashboard = monitoring.dashboard
-        self.operator_policy = OperatorPolicy(
+        self.alarms = monitoring.alarms
+        self.composite_alarm = monitoring.composite
+        self.dashboard = monitoring.dashboard
+        self._operator_policy = OperatorPolicy(
             self,
             "OperatorPolicy",
             resources=OperatedResources(
@@ -232,7 +296,7 @@ class FireAndForgetPipeline(Construct):
             ),
         ).policy
 
-        outputs = {
+        outputs: dict[Output, str] = {
             Output.PIPELINE_NAME: props.name,
             Output.SOURCE_QUEUE_URL: self.source_queue.queue_url,
             Output.SOURCE_DLQ_URL: self.source_dlq.queue_url,
@@ -246,7 +310,7 @@ class FireAndForgetPipeline(Construct):
             Output.PIPE_ARN: self.pipe.attr_arn,
             Output.FAILURE_RULE_NAME: execution_events.rule.rule_name,
             Output.DASHBOARD_NAME: self.dashboard.dashboard_name,
-            Output.OPERATOR_POLICY_ARN: self.operator_policy.managed_policy_arn,
+            Output.OPERATOR_POLICY_ARN: self._operator_policy.managed_policy_arn,
             Output.DELIVERIES_TABLE_NAME: self.deliveries_table.table_name,
             Output.MESSAGE_KEY_FIELD: props.message_key,
             Output.RECONCILER_DLQ_URL: self.healing.reconciler_dlq.queue_url,
@@ -258,13 +322,24 @@ class FireAndForgetPipeline(Construct):
         }
         if workflow.compensations:  # `ff-ops trace` lists these states as the compensations an execution ran
             outputs[Output.COMPENSATION_STATES] = ",".join(workflow.compensations)
+        self._emit(props, outputs)
+
+    def _emit(self, props: PipelineProps, outputs: Mapping[Output, str]) -> None:
         clashing = sorted(set(outputs) & set(props.outputs))
         if clashing:
             raise WiringError(f"props.outputs {', '.join(clashing)} are the pipeline's own output keys: rename them")
-        for output_id, value in (outputs | dict(props.outputs)).items() if props.emit_outputs else ():
+        for output_id, value in (dict(outputs) | dict(props.outputs)).items() if props.emit_outputs else ():
             # At the stack's top level, under the fixed key: ff-ops reads outputs by key.
             CfnOutput(self, str(output_id), value=value).override_logical_id(str(output_id))
-        self.node.add_validation(_GeneratedNamesFit(stack, (self.state_machine,)))
+
+    @property
+    def operator_policy(self) -> iam.ManagedPolicy:
+        """The managed policy for the operators' role: exactly ff-ops' calls (FIRE_AND_FORGET mode)."""
+        if self._operator_policy is None:
+            raise WiringError(f"{self.node.path} runs in REQUEST_RESPONSE mode, which has no operator policy: ff-ops' "
+                              "calls read the failure DLQ, the Reconciler and Standard executions, none of which exist "
+                              "there (docs/construct.md, \"The two modes\").")
+        return self._operator_policy
 
     def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
         """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""
@@ -281,7 +356,6 @@ class FireAndForgetPipeline(Construct):
 # CloudFormation names a state machine without a StateMachineName `<stack name>-<logical id>-<12 characters>`, and
 # Step Functions takes at most 80 characters (API_StateMachineListItem: "Maximum length of 80").
 MAX_STATE_MACHINE_NAME = 80
-DEFAULT_LAMBDA_TIMEOUT = 3  # seconds: Lambda's default when a function sets none (API_CreateFunction.html)
 GENERATED_SUFFIX = 13
 
 
@@ -317,8 +391,3 @@ def _check_name(name: str) -> None:
     if not (0 < len(name) <= 32 and name[0].isalpha() and all(c.islower() or c.isdigit() or c == "-" for c in name)):
         raise WiringError(f"Pipeline name {name!r}: use 1 to 32 lowercase letters, digits or '-', starting with a "
                           "letter (it is written into every failure record).")
-
-
-def _timeout_seconds(function: lambda_.Function) -> int:
-    """How long one invocation of the function may run."""
-    return int(function.timeout.to_seconds()) if function.timeout is not None else DEFAULT_LAMBDA_TIMEOUT

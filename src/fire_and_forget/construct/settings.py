@@ -113,6 +113,11 @@ class PipelineSettings(_Model):
     removal_policy: Literal["retain", "destroy"] = "retain"
     task_timeout_seconds: int = Field(default=30, ge=10, le=900)
     execution_timeout_minutes: int = Field(default=60, ge=5, le=525_600)
+    # REQUEST_RESPONSE only: the Express workflow's TimeoutSeconds, at most Express's 5 minutes (docs/construct.md,
+    # "The two modes"); the source queue's visibility timeout is derived from it.
+    express_timeout_seconds: int = Field(default=300, ge=30, le=300)
+    # The source queue's visibility timeout; None derives it from the mode (docs/construct.md, "The two modes").
+    source_visibility_timeout_seconds: int | None = Field(default=None, ge=30, le=43_200)
     idempotency_expiry_days: int = Field(default=15, ge=MAX_RETENTION_DAYS, le=365)
     retry: RetryConfig = RetryConfig()
     alarms: AlarmConfig = AlarmConfig()

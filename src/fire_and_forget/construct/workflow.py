@@ -30,6 +30,16 @@ from constructs import Construct
 
 from fire_and_forget.construct.compliance import acknowledge
 from fire_and_forget.construct.defaults import state_machine_log_group
+from fire_and_forget.construct.request_response import (
+    FIRE_AND_FORGET,
+    REQUEST_RESPONSE,
+    InvocationType,
+    check_express_definition,
+    check_timeouts,
+    with_returned_tail,
+    workflow_timeout_seconds,
+    workflow_type,
+)
 from fire_and_forget.construct.settings import PipelineSettings
 from fire_and_forget.runtime.healing_policy import ATTEMPT_ATTRIBUTE, LONGEST_VERB, MAX_SUBJECT, TIMEOUT_ERROR
 from fire_and_forget.runtime.tail import DUPLICATE_DELIVERY_ERROR, HANDLED_FAILURE_ERROR, TailState
@@ -105,13 +115,15 @@ class Workflow:
             raise WiringError(f"Workflow {self.title!r}: undo's {', '.join(not_compensations)} must also be listed "
                               "in compensations (they get the compensation retry)")
 
-    def definition(self, settings: PipelineSettings) -> dict[str, Any]:
-        """The ASL with the settings' timeouts and backoff applied and the failure tail appended, checked."""
+    def definition(self, settings: PipelineSettings, invocation_type: InvocationType = FIRE_AND_FORGET
+                   ) -> dict[str, Any]:
+        """The ASL with the settings' timeouts and backoff applied and the mode's tail appended, checked."""
         definition = render_definition(self.definition_file, settings, compensations=self.compensations,
-                                       claims_delivery=self.claims_delivery)
+                                       claims_delivery=self.claims_delivery, invocation_type=invocation_type)
         problems = _undo_problems(definition["States"], self.undo) + _subject_problems(definition, self.title)
         if problems:
             raise WiringError(f"{self.definition_file}: " + "; ".join(problems))
+        check_timeouts(definition, self.functions, source=str(self.definition_file))
         return definition
 
     def ordered_undo(self, definition: dict[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -153,21 +165,31 @@ def _subject_problems(definition: dict[str, Any], title: str) -> list[str]:
 
 
 def render_definition(definition_file: Path, settings: PipelineSettings, *, compensations: tuple[str, ...],
-                      claims_delivery: str) -> dict[str, Any]:
-    """What the state machine runs: the workflow's ASL, with the settings applied and checked, plus the tail."""
+                      claims_delivery: str, invocation_type: InvocationType = FIRE_AND_FORGET) -> dict[str, Any]:
+    """What the state machine runs: the workflow's ASL, with the settings applied and checked, plus the mode's tail
+    (the failure tail for FIRE_AND_FORGET, the returning tail for REQUEST_RESPONSE: request_response.py)."""
     definition: dict[str, Any] = json.loads(definition_file.read_text(encoding="utf-8"))
-    apply_settings(definition, settings, compensations)
+    apply_settings(definition, settings, compensations, timeout_seconds=workflow_timeout_seconds(settings,
+                                                                                                 invocation_type))
     check_wiring(definition, claims_delivery=claims_delivery, source=str(definition_file))
+    if invocation_type == REQUEST_RESPONSE:
+        rendered = with_returned_tail(definition, source=str(definition_file))
+        check_express_definition(rendered, source=str(definition_file))
+        return rendered
     return full_definition(definition, settings.healing.max_attempts)
 
 
-def apply_settings(definition: dict[str, Any], settings: PipelineSettings, compensations: tuple[str, ...]) -> None:
+def apply_settings(definition: dict[str, Any], settings: PipelineSettings, compensations: tuple[str, ...], *,
+                   timeout_seconds: int | None = None) -> None:
     """Write the deployment's timeouts and transient-error backoff into every Lambda task.
 
     Numbers cannot be CloudFormation substitutions (those are strings), so the file holds the defaults and this
-    function writes the configured values into every Lambda task and its transient-error retrier.
+    function writes the configured values into every Lambda task and its transient-error retrier. The workflow's
+    TimeoutSeconds is `timeout_seconds` (the mode's: request_response.workflow_timeout_seconds), by default the
+    Standard workflow's `execution_timeout_minutes`.
     """
-    definition["TimeoutSeconds"] = settings.execution_timeout_minutes * 60
+    definition["TimeoutSeconds"] = settings.execution_timeout_minutes * 60 if timeout_seconds is None \
+        else timeout_seconds
     for name, state in definition["States"].items():
         if state.get("Resource") != LAMBDA_INVOKE:
             continue
@@ -335,9 +357,11 @@ def _reaches(states: dict[str, Any], start: str, goal: str) -> bool:
 
 
 class WorkflowStateMachine(Construct):
-    """STANDARD state machine with logging, X-Ray tracing and least-privilege grants to what it calls."""
+    """The workflow's state machine with logging, X-Ray tracing and least-privilege grants to what it calls.
 
-    state_machine_type = sfn.StateMachineType.STANDARD
+    STANDARD for FIRE_AND_FORGET; EXPRESS for REQUEST_RESPONSE, logging ALL events with their data, since an Express
+    workflow keeps no history of its own and its log is the only record of why it failed (docs/design.md).
+    """
 
     def __init__(
         self,
@@ -347,25 +371,30 @@ class WorkflowStateMachine(Construct):
         workflow: Workflow,
         settings: PipelineSettings,
         pipeline_name: str,
-        failure_dlq: sqs.IQueue,
-        alerts_topic: sns.ITopic,
+        failure_dlq: sqs.IQueue | None,
+        alerts_topic: sns.ITopic | None,
         key: kms.IKey,
         deliveries_table: dynamodb.ITable,
+        invocation_type: InvocationType = FIRE_AND_FORGET,
     ) -> None:
         super().__init__(scope, construct_id)
+        returns = invocation_type == REQUEST_RESPONSE
+        if not returns and (failure_dlq is None or alerts_topic is None):
+            raise WiringError("FIRE_AND_FORGET's failure tail needs the failure DLQ and the alerts topic")
+        self.state_machine_type = workflow_type(invocation_type)
         functions = workflow.functions
         substitutions = {f"{state}FunctionArn": function.function_arn for state, function in functions.items()}
         substitutions |= dict(workflow.substitutions)
+        if failure_dlq is not None and alerts_topic is not None and not returns:
+            substitutions |= {"FailureDlqUrl": failure_dlq.queue_url, "AlertsTopicArn": alerts_topic.topic_arn}
         substitutions |= {
-            "FailureDlqUrl": failure_dlq.queue_url,
-            "AlertsTopicArn": alerts_topic.topic_arn,
             "DeliveriesTableName": deliveries_table.table_name,
             "EnvironmentName": settings.environment_name,
             "Region": Stack.of(self).region,
             "PipelineName": pipeline_name,
             "WorkflowTitle": workflow.title,
         }
-        self.definition = workflow.definition(settings)
+        self.definition = workflow.definition(settings, invocation_type)
         self.log_group = state_machine_log_group(self, "Logs", settings=settings)
         self.state_machine = sfn.StateMachine(
             self,
@@ -377,7 +406,7 @@ class WorkflowStateMachine(Construct):
             logs=sfn.LogOptions(
                 destination=self.log_group,
                 level=sfn.LogLevel.ALL,
-                include_execution_data=settings.include_execution_data,
+                include_execution_data=settings.include_execution_data or returns,
             ),
         )
         # Hand-written where the L2 grants are wider than the workflow needs: grant_invoke adds every version
@@ -387,18 +416,23 @@ class WorkflowStateMachine(Construct):
                 actions=["lambda:InvokeFunction"], resources=[fn.function_arn for fn in functions.values()]
             )
         )
-        self.state_machine.add_to_role_policy(
-            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[failure_dlq.queue_arn])
-        )
-        self.state_machine.add_to_role_policy(
-            iam.PolicyStatement(actions=["sns:Publish"], resources=[alerts_topic.topic_arn])
-        )
-        # ClaimFailure's conditional put: the first execution of a message to fail records it, once.
-        deliveries_table.grant(self.state_machine, "dynamodb:PutItem")
+        if returns:
+            # ClaimFailure's conditional delete: a failed execution releases its claim for the next receive.
+            deliveries_table.grant(self.state_machine, "dynamodb:DeleteItem")
+        else:
+            assert failure_dlq is not None and alerts_topic is not None
+            self.state_machine.add_to_role_policy(
+                iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[failure_dlq.queue_arn])
+            )
+            self.state_machine.add_to_role_policy(
+                iam.PolicyStatement(actions=["sns:Publish"], resources=[alerts_topic.topic_arn])
+            )
+            # ClaimFailure's conditional put: the first execution of a message to fail records it, once.
+            deliveries_table.grant(self.state_machine, "dynamodb:PutItem")
         acknowledge(
             self.state_machine, "AwsSolutions-IAM5[Resource::*]",
             "Only the CloudWatch Logs vended-delivery actions (logs:CreateLogDelivery and friends) and X-Ray "
             "trace writes, which AWS requires on Resource '*'.",
         )
-        # SendMessage and Publish to SSE-KMS resources need a data key from the shared key.
+        # SendMessage and Publish to SSE-KMS resources, and the encrypted deliveries table, use the shared key.
         key.grant(self.state_machine, "kms:GenerateDataKey", "kms:Decrypt")

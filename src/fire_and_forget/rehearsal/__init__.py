@@ -9,6 +9,7 @@ The names below are the public API; the submodules are not. Needs the `rehearsal
 from fire_and_forget.rehearsal import cost
 from fire_and_forget.rehearsal.accounting import Ledger, Place, account, advance_past_retries, caller_of
 from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
+from fire_and_forget.rehearsal.capacity import CapacityMeter, Units
 from fire_and_forget.rehearsal.cost import (
     LAMBDA_BILLED_MS,
     PRICES,
@@ -26,6 +27,7 @@ from fire_and_forget.rehearsal.rehearsal import MAX_IN_FLIGHT, Execution, Rehear
 
 __all__ = [
     "ACCOUNT", "LAMBDA_BILLED_MS", "MAX_IN_FLIGHT", "PRICES", "PRICES_READ_ON", "REGION", "STACK_NAME",
-    "CloudAssembly", "Execution", "Fault", "FaultKind", "FaultPlan", "Gateway", "Ledger", "Place", "Rehearsal",
-    "Usage", "account", "add", "advance_past_retries", "caller_of", "cost", "per_million", "usage_of_execution",
+    "CapacityMeter", "CloudAssembly", "Execution", "Fault", "FaultKind", "FaultPlan", "Gateway", "Ledger", "Place",
+    "Rehearsal", "Units", "Usage", "account", "add", "advance_past_retries", "caller_of", "cost", "per_million",
+    "usage_of_execution",
 ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from fire_and_forget.rehearsal.capacity import Units
+
 PRICES_READ_ON = "2026-11-29"
 REGION = "us-east-1"
 
@@ -34,8 +36,6 @@ PRICES = {
 # Assumptions where the rehearsal cannot measure AWS: stated, so they can be argued with.
 LAMBDA_MEMORY_GB = 0.25  # the functions' configured 256 MB
 LAMBDA_BILLED_MS = 100  # a DynamoDB-bound handler's warm duration in AWS; offline timings are not AWS timings
-DYNAMODB_WRITES_PER_INVOCATION = 4  # idempotency record in-progress + completed, plus ~2 domain writes
-DYNAMODB_READS_PER_INVOCATION = 1  # the idempotency lookup (on a cache miss Powertools reads once)
 SQS_REQUESTS_PER_MESSAGE = 3  # SendMessage by the caller, ReceiveMessage and DeleteMessage by the pipe
 
 
@@ -48,8 +48,8 @@ class Usage:
     sns_publishes: int = 0
     sqs_requests: int = 0
     pipe_requests: int = 0
-    dynamodb_writes: int = 0
-    dynamodb_reads: int = 0
+    dynamodb_writes: float = 0.0  # write request units, metered (capacity.py), not requests
+    dynamodb_reads: float = 0.0  # read request units, metered likewise
 
     def cost(self) -> float:
         """US dollars."""
@@ -66,9 +66,13 @@ class Usage:
         )
 
 
-def usage_of_execution(history: list[dict[str, Any]], retries: int) -> Usage:
-    """Usage of one execution from its history: states entered plus retries are the billed transitions."""
+def usage_of_execution(history: list[dict[str, Any]], retries: int, dynamodb: Units | None = None) -> Usage:
+    """Usage of one execution from its history: states entered plus retries are the billed transitions. DynamoDB's
+    request units are not in a history: pass what the rehearsal's meter counted for this execution (capacity.py),
+    whether its functions or its own DynamoDB tasks made the calls."""
     usage = Usage(sqs_requests=SQS_REQUESTS_PER_MESSAGE, pipe_requests=1)
+    if dynamodb is not None:
+        usage.dynamodb_writes, usage.dynamodb_reads = dynamodb.write, dynamodb.read
     for event in history:
         kind = str(event["type"])
         if kind.endswith("StateEntered"):
@@ -77,14 +81,10 @@ def usage_of_execution(history: list[dict[str, Any]], retries: int) -> Usage:
             resource = str((event.get("taskScheduledEventDetails") or {}).get("resourceType", ""))
             if resource == "lambda":
                 usage.lambda_invocations += 1
-                usage.dynamodb_writes += DYNAMODB_WRITES_PER_INVOCATION
-                usage.dynamodb_reads += DYNAMODB_READS_PER_INVOCATION
             elif resource == "sns":
                 usage.sns_publishes += 1
             elif resource == "sqs":
                 usage.sqs_requests += 1
-            elif resource == "dynamodb":
-                usage.dynamodb_writes += 1
     usage.transitions += retries
     return usage
 

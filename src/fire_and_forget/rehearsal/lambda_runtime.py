@@ -79,6 +79,7 @@ class LambdaRuntime:
         self._lock = threading.RLock()  # one invocation at a time: handlers read their settings from os.environ
         self._original_invoke: Any = None
         self.invocations: list[Invocation] = []
+        self._invoking: tuple[str, int] | None = None  # the task whose handler runs now, and its thread
         self.hanging = threading.Event()  # set while an invocation is held by a HANG fault
         self.hung = 0  # how many invocations a HANG fault has held so far
         self.held_finished = 0  # how many of them have ended: run after their release, or timed out
@@ -87,6 +88,11 @@ class LambdaRuntime:
         self.log_lines: list[dict[str, Any]] = []
         self.metric_documents: list[dict[str, Any]] = []
         self._pattern_asset: Path | None = None  # the asset the pattern's own function modules were last imported for
+
+    @property
+    def task_names(self) -> dict[str, str]:
+        """Physical function name -> the task (state) that invokes it."""
+        return dict(self._task_names)
 
     def install(self) -> None:
         os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"  # no X-Ray daemon offline
@@ -158,7 +164,7 @@ class LambdaRuntime:
                        if fault is not FaultKind.CRASH else "Runtime exited with error: exit status 1 (injected)")
             self.invocations.append(Invocation(task, error_type, 0.0))
             return self._error(response_headers, error_type, message, [])
-        with self._lock, self._invocation_environment(function) as output:
+        with self._lock, self._invocation_environment(function) as output, self._running(task):
             started = time.perf_counter()
             try:
                 handler = self._handler(function)
@@ -173,11 +179,36 @@ class LambdaRuntime:
             self._collect(output.getvalue())
         return json.dumps(result).encode("utf-8")
 
+    def call(self, function: Any, event: Any) -> Any:
+        """A function's handler run in-process as an invocation runs it (its environment, its context, its logs and
+        metrics collected), with nothing of the Lambda API around it: no fault, no record, no service response. What
+        an invocation costs this machine at the least (bench/overhead.py); `function` is moto's LambdaFunction."""
+        task = self._task_names.get(function.function_name, function.function_name)
+        with self._lock, self._invocation_environment(function) as output, self._running(task):
+            try:
+                return self._handler(function)(event, _Context(function))
+            finally:
+                self._collect(output.getvalue())
+
     @staticmethod
     def _error(response_headers: dict[str, str], error_type: str, message: str, trace: list[str]) -> bytes:
         # What the Lambda runtime returns for an unhandled exception; Step Functions reads errorType as the error.
         response_headers["x-amz-function-error"] = "Unhandled"
         return json.dumps({"errorType": error_type, "errorMessage": message, "stackTrace": trace}).encode("utf-8")
+
+    def invoking(self) -> str | None:
+        """The task whose handler is making the calling thread's request, if a handler is: tells the functions'
+        own requests from the emulators' (bench/idle.py counts what the functions ask of SQS)."""
+        running = self._invoking
+        return running[0] if running and running[1] == threading.get_ident() else None
+
+    @contextmanager
+    def _running(self, task: str) -> Iterator[None]:
+        self._invoking = (task, threading.get_ident())
+        try:
+            yield
+        finally:
+            self._invoking = None
 
     @contextmanager
     def _invocation_environment(self, function: Any) -> Iterator[io.StringIO]:

@@ -19,6 +19,7 @@ from moto.stepfunctions.responses import get_backend
 from fire_and_forget.rehearsal import client_cache, parse_cache
 from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
 from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
+from fire_and_forget.rehearsal.capacity import CapacityMeter
 from fire_and_forget.rehearsal.clock import RetryClock, VirtualClock
 from fire_and_forget.rehearsal.deployment import ACCOUNT, OfflineStack, asset_directories, deploy
 from fire_and_forget.rehearsal.event_sources import EventSourceMappings
@@ -107,6 +108,8 @@ class Rehearsal:
         self._uninstall_sqs_time: Any = None
         self._uninstall_stop_dates: Any = None
         self._uninstall_history_cache: Any = None
+        self._uninstall_capacity: Any = None
+        self.capacity = CapacityMeter()  # DynamoDB's request units of every call served (capacity.py)
         self.parse_cache = parse_cache.ParseCache()
         self._stopped_executions: dict[tuple[str, str, Any], Execution] = {}
 
@@ -132,6 +135,7 @@ class Rehearsal:
             self._uninstall_sqs_time = install_sqs_on_the_clock()
             self._uninstall_stop_dates = install_stop_dates()
             self._uninstall_history_cache = install_history_cache()
+            self._uninstall_capacity = self.capacity.install()
             self.stack = deploy(self.assembly, self.region)
             # Typed Any: the probes pass service responses on as plain dicts.
             self.sqs: Any = boto3.client("sqs", region_name=self.region)
@@ -184,6 +188,8 @@ class Rehearsal:
             self._uninstall_stop_dates()
         if self._uninstall_history_cache is not None:
             self._uninstall_history_cache()
+        if self._uninstall_capacity is not None:
+            self._uninstall_capacity()
         self.parse_cache.uninstall()
         self.clock.uninstall()
         self.interpreter_time.uninstall()
