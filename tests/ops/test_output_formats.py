@@ -62,12 +62,19 @@ def test_a_bad_output_choice_is_a_usage_error_before_any_aws_call(cli: CliRunner
     assert result.exit_code == ExitCode.USAGE and message in result.stderr, result.output
 
 
-def test_an_invalid_query_with_json_output_prints_the_error_document(cli: CliRunner) -> None:
-    result = cli.invoke(app, ["status", "--output", "json", "--query", "executions.[", "--region", "eu-west-3"])
+@pytest.mark.parametrize("output", [["--output", "json"], []], ids=["json", "implied by --query"])
+def test_an_invalid_query_with_json_output_prints_the_error_document(cli: CliRunner, output: list[str]) -> None:
+    result = cli.invoke(app, ["status", *output, "--query", "executions.[", "--region", "eu-west-3"])
 
     document = json.loads(result.stdout)
     assert result.exit_code == ExitCode.USAGE and document["error"]["type"] == "UsageError"
     assert "not a valid JMESPath expression" in document["error"]["message"]
+
+
+def test_an_invalid_query_with_text_output_prints_nothing_on_stdout(cli: CliRunner) -> None:
+    result = cli.invoke(app, ["status", "--output", "text", "--query", "executions.[", "--region", "eu-west-3"])
+
+    assert result.exit_code == ExitCode.USAGE and result.stdout == "" and "JMESPath" in result.stderr
 
 
 def test_every_read_command_applies_the_query_to_its_document(aws: Rehearsal, cli: CliRunner, tmp_path: Path) -> None:

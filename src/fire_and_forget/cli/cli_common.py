@@ -113,8 +113,8 @@ def checked_presentation(as_json: bool, output: OutputFormat | None, query: str 
     """A read command's --json, --output and --query, checked before any AWS call (fire_and_forget/cli/output.py)."""
     try:
         return presentation(as_json, output, query)
-    except OpsError as failure:
-        fail(failure, as_json or output is OutputFormat.JSON)
+    except OpsError as failure:  # json asked for, or implied by a --query alone: the error document too
+        fail(failure, as_json or output is OutputFormat.JSON or (output is None and query is not None))
 
 
 def now() -> datetime:

@@ -43,6 +43,10 @@ def cause_message(cause: str | None) -> str | None:
     return message if isinstance(message, str) else cause
 
 
+# The narrowest cause column the failures table accepts; narrower, each record is a block of lines instead.
+CAUSE_MIN_WIDTH = 24
+
+
 def line(console: Console, *parts: str | tuple[str, str]) -> None:
     """One line that rich never breaks, its parts plain text (or (text, style)): the identifiers in it stay whole. A
     terminal narrower than the line wraps it for the eye only; copying it gives it back whole."""
@@ -58,10 +62,10 @@ def prose(console: Console, label: str, text: str, label_width: int, indent: int
     console.print(Padding(grid, (0, 0, 0, indent), expand=False))
 
 
-def fits(console: Console, widths: list[int]) -> bool:
-    """Whether a table of rich's default box with columns this wide fits the console (a border and two padding
-    characters per column, one more border)."""
-    return sum(widths) + 3 * len(widths) + 1 <= console.width
+def room(console: Console, widths: list[int]) -> int:
+    """The columns a table of rich's default box, with columns this wide, leaves of the console's width (a border and
+    two padding characters per column, one more border); negative when it does not fit."""
+    return console.width - (sum(widths) + 3 * len(widths) + 1)
 
 
 def _widest(header: str, cells: list[str]) -> int:
@@ -84,12 +88,12 @@ def failures_list(console: Console, listing: FailureListing, waiting: list[Waiti
     ]
     headers = [listing.key_field, "message id", "error", "failed state", "failed at", "repair", "waiting for"]
     widths = [_widest(h, [row[h] for row in rows]) for h in headers]
-    room = console.width - (sum(widths) + 3 * (len(headers) + 1) + 1)
-    if room >= _CAUSE_MIN_WIDTH:
+    cause_width = room(console, [*widths, 0])
+    if cause_width >= CAUSE_MIN_WIDTH:
         table = Table()
         for header, width in zip(headers, widths, strict=True):
             table.add_column(header, no_wrap=True, width=width)
-        table.add_column("cause", overflow="fold", width=min(room, _widest("cause", [row["cause"] for row in rows])))
+        table.add_column("cause", overflow="fold", width=min(cause_width, _widest("cause", [r["cause"] for r in rows])))
         for row in rows:
             table.add_row(*(Text(row[h], style="bold red" if h == "repair" and row[h] == "YES" else "")
                             for h in [*headers, "cause"]))
@@ -98,9 +102,6 @@ def failures_list(console: Console, listing: FailureListing, waiting: list[Waiti
         for r, w in zip(listing.records, waiting, strict=True):
             _failure_block(console, r, listing.key_field, w, now)
     _listing_notes(console, listing)
-
-
-_CAUSE_MIN_WIDTH = 24
 
 
 def _failure_block(console: Console, r: FailureRecord, key_field: str, waiting: Waiting, now: datetime) -> None:

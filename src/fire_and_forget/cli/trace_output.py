@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fire_and_forget.cli.render import cause_message, fits, line, prose
+from fire_and_forget.cli.render import cause_message, line, prose, room
 from fire_and_forget.cli.report import json_time
 from fire_and_forget.cli.trace import Match, Trace, TracedExecution, Whereabouts
 from fire_and_forget.cli.trace_history import StateVisit
@@ -144,7 +144,7 @@ def _render_execution(console: Console, region: str, e: TracedExecution) -> None
     headers = ("state", "attempts", "errors", "outcome")
     widths = [max(cell_len(part) for part in [h, *(p for row in rows for p in row[i].split("\n"))])
               for i, h in enumerate(headers)]
-    if fits(console, widths):
+    if room(console, widths) >= 0:
         table = Table()
         for header, width in zip(headers, widths, strict=True):
             table.add_column(header, no_wrap=True, width=width)
