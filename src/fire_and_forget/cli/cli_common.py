@@ -52,7 +52,9 @@ Keys = Annotated[
     ),
 ]
 Errors = Annotated[list[str] | None, typer.Option("--error", help="Only this error name (repeatable).")]
-States = Annotated[list[str] | None, typer.Option("--state", help="Only records failed in this state (repeatable).")]
+States = Annotated[
+    list[str] | None, typer.Option("--state", metavar="NAME", help="Only records failed in this state (repeatable).")
+]
 Since = Annotated[str | None, typer.Option(help="Failed at or after: ISO 8601 time or an age like 30m, 6h, 2d.")]
 Until = Annotated[str | None, typer.Option(help="Failed at or before: ISO 8601 time or an age like 30m, 6h, 2d.")]
 Visibility = Annotated[

@@ -62,8 +62,9 @@ def failures_list(
     state: States = None,
     disposition: Annotated[
         list[Disposition] | None,
-        typer.Option(case_sensitive=False, help="Only records that wait for this (repeatable; the stack's "
-                     "HealingPolicy decides it, as the Redriver does)."),
+        typer.Option(case_sensitive=False, metavar="DISPOSITION",
+                     help="Only records that wait for this: " + ", ".join(d.value for d in Disposition)
+                     + " (repeatable; the stack's HealingPolicy decides it, as the Redriver does)."),
     ] = None,
     since: Since = None,
     until: Until = None,
