@@ -19,10 +19,13 @@ from typer.testing import CliRunner
 import fire_and_forget.cli.guard
 import fire_and_forget.runtime.dlq
 from demos.orders.samples import seed_inventory
+from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
 
+HEALING_OUTPUTS = ("HealingPolicy", "ReconcilerDlqUrl", "ScheduleDlqUrl", "ReconcilerFunctionName",
+                   "RedriverFunctionName")
 QUEUE_OUTPUTS = ("SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl",
                  "ReconcilerDlqUrl", "ScheduleDlqUrl")
 
@@ -50,6 +53,21 @@ def aws(deployment: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
         _empty_table(deployment.dynamodb, deployment.outputs[key])
     seed_inventory(deployment.dynamodb, deployment.outputs["InventoryTableName"])
     return deployment
+
+
+@pytest.fixture
+def stack_before_healing(aws: Rehearsal) -> Iterator[Rehearsal]:
+    """The deployment as a stack deployed before self-healing looks: without its outputs (restored afterwards)."""
+    from moto.cloudformation.models import cloudformation_backends
+
+    stack = next(s for s in cloudformation_backends[ACCOUNT][aws.region].stacks.values() if s.name == aws.stack.name)
+    outputs = stack.output_map._output_json_map
+    removed = {key: outputs.pop(key) for key in HEALING_OUTPUTS if key in outputs}
+    assert set(removed) == set(HEALING_OUTPUTS)
+    try:
+        yield aws
+    finally:
+        outputs.update(removed)
 
 
 @pytest.fixture

@@ -28,6 +28,8 @@ def record_body(
     manual_repair: bool = False,
     reconciliation: dict[str, Any] | None = None,
     message_id: str | None = None,
+    execution_arn: str | None = None,
+    cause: str | None = None,
 ) -> str:
     """The DLQ message body: `fire-and-forget.failure.v1`, with the redrive attributes of an automatic redrive."""
     attributes: dict[str, Any] = {"tenant": {"dataType": "String", "stringValue": "acme"}}
@@ -41,10 +43,10 @@ def record_body(
             "body": json.dumps({"orderId": order_id}),
             "messageAttributes": attributes,
         },
-        "failure": {"error": error, "cause": f"{error} for {order_id}", "state": state},
+        "failure": {"error": error, "cause": cause or f"{error} for {order_id}", "state": state},
         "compensation": {"required": False},
         "manualRepair": manual_repair,
-        "executionArn": f"arn:aws:states:us-east-1:123456789012:execution:Saga:{order_id}",
+        "executionArn": execution_arn or f"arn:aws:states:us-east-1:123456789012:execution:Saga:{order_id}",
         "failedAt": failed_at.isoformat().replace("+00:00", "Z"),
     }
     if reconciliation is not None:

@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import boto3
-import pytest
 from typer.testing import CliRunner
 
 from fire_and_forget.cli.app import app
-from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from fire_and_forget.runtime.healing_policy import HealingPolicy
 from tests.ops.healing_records import reconciliation, record_body
 from tests.ops.helpers import failed_orders, ff_ops
 
 WIDE = {"COLUMNS": "200"}  # a terminal wide enough that no line of ff-ops wraps
-HEALING_OUTPUTS = (
-    "HealingPolicy",
-    "ReconcilerDlqUrl",
-    "ScheduleDlqUrl",
-    "ReconcilerFunctionName",
-    "RedriverFunctionName",
-)
 
 
 def _policy(aws: Rehearsal) -> HealingPolicy:
@@ -158,21 +148,6 @@ def test_status_splits_the_failure_dlq_and_counts_what_healed_by_itself(aws: Reh
     # ... and the self-healing queues are listed with the others
     assert [q["outputKey"] for q in status["queues"]][-2:] == ["ReconcilerDlqUrl", "ScheduleDlqUrl"]
     assert "reconciler DLQ" in human.stdout and "schedule DLQ" in human.stdout
-
-
-@pytest.fixture
-def stack_before_healing(aws: Rehearsal) -> Iterator[Rehearsal]:
-    """The deployment as a stack deployed before self-healing looks: without its outputs (restored afterwards)."""
-    from moto.cloudformation.models import cloudformation_backends
-
-    stack = next(s for s in cloudformation_backends[ACCOUNT][aws.region].stacks.values() if s.name == aws.stack.name)
-    outputs = stack.output_map._output_json_map
-    removed = {key: outputs.pop(key) for key in HEALING_OUTPUTS if key in outputs}
-    assert set(removed) == set(HEALING_OUTPUTS)
-    try:
-        yield aws
-    finally:
-        outputs.update(removed)
 
 
 def test_a_stack_deployed_before_self_healing_shows_dashes_and_keeps_working(

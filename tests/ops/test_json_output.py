@@ -19,7 +19,7 @@ REDRIVE_SUMMARY = {"redriven", "wouldRedrive", "refusedManualRepair", "unrecogni
                    "copyDeleted", "declined"}
 AUDIT = {"schema", "log", "actions"}
 QUEUE = {"outputKey", "label", "url", "visible", "inFlight", "delayed", "oldestAgeSeconds"}
-EXECUTION = {"executionArn", "name", "status", "startDate", "stopDate"}
+EXECUTION = {"executionArn", "name", "status", "startDate", "stopDate", "messageId", "key"}
 
 
 def test_failures_list_and_show_documents(aws: Rehearsal, cli: CliRunner) -> None:
@@ -31,7 +31,7 @@ def test_failures_list_and_show_documents(aws: Rehearsal, cli: CliRunner) -> Non
 
     assert listing["schema"] == "ff-ops/failures-list/v1"
     assert set(listing) == {"schema", "stack", "keyField", "queueUrl", "approximateDepth", "read", "truncated",
-                            "failures", "unrecognized"}
+                            "matching", "nextToken", "failures", "unrecognized"}
     assert listing["keyField"] == "orderId" and [f["key"] for f in listing["failures"]] == [order_id]
     assert [set(f) for f in listing["failures"]] == [FAILURE]
     assert [set(m) for m in listing["unrecognized"]] == [UNRECOGNIZED]
@@ -65,7 +65,7 @@ def test_status_document(aws: Rehearsal, cli: CliRunner) -> None:
     _, status = ff_ops(cli, "status")
 
     assert status["schema"] == "ff-ops/status/v1"
-    assert set(status) == {"schema", "stack", "region", "queues", "pipe", "executions", "healing"}
+    assert set(status) == {"schema", "stack", "region", "keyField", "queues", "pipe", "executions", "healing"}
     assert [q["outputKey"] for q in status["queues"]] == [
         "SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl",
         "ReconcilerDlqUrl", "ScheduleDlqUrl"]

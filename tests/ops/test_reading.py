@@ -12,6 +12,7 @@ from demos.orders.samples import OrderKind
 from fire_and_forget.cli.app import app
 from fire_and_forget.cli.failures import list_failures
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.runtime.records import message_key
 from tests.ops.helpers import depth, failed_orders, ff_ops
 
 
@@ -94,5 +95,13 @@ def test_status_reports_queues_pipe_and_recent_failed_executions(aws: Rehearsal,
     assert status["pipe"]["name"] == aws.outputs["PipeName"]
     assert status["pipe"]["currentState"] in {"RUNNING", "CREATING", "STARTING"}
     assert status["executions"]["counts"]["FAILED"] >= 2  # earlier tests' failures of the same deployment count too
-    assert {e["status"] for e in status["executions"]["recent"]} == {"FAILED"}
+    recent = status["executions"]["recent"]
+    assert {e["status"] for e in recent} == {"FAILED"}
+    # each execution names the message it started from and that message's key, as its input holds them
+    started_from = {e.arn: e.input[0] for e in aws.executions() if isinstance(e.input, list)}
+    assert status["keyField"] == "orderId" and recent
+    assert [(e["messageId"], e["key"]) for e in recent] == [
+        (started_from[e["executionArn"]]["messageId"], message_key(started_from[e["executionArn"]]["body"], "orderId"))
+        for e in recent
+    ]
     assert "failure DLQ" in human.stdout

@@ -34,7 +34,7 @@ def test_a_succeeded_order_is_traced_by_order_id_with_its_states(aws: Rehearsal,
 
     # Then one execution, the three steps entered once each, and the order in the "succeeded" place
     assert code == 0 and doc["schema"] == "ff-ops/trace/v1"
-    assert (doc["keyField"], doc["query"], doc["key"]) == ("orderId", order_id, order_id)
+    assert (doc["keyField"], doc["query"], doc["matched"], doc["key"]) == ("orderId", order_id, "key", order_id)
     assert doc["messageIds"] == [message_id]
     (execution,) = doc["executions"]
     assert execution["status"] == "SUCCEEDED" and execution["messageId"] == message_id
@@ -53,7 +53,7 @@ def test_a_compensated_order_shows_its_compensations_alert_and_failure_record(aw
     code, doc = ff_ops(cli, "trace", message_id)
 
     # Then the compensations ran and succeeded, NotifyFailure published, and the order is in the failure DLQ
-    assert code == 0 and doc["key"] == order_id
+    assert code == 0 and (doc["matched"], doc["key"]) == ("message-id", order_id)
     (execution,) = doc["executions"]
     assert execution["status"] == "FAILED" and execution["error"] == "FailureRecorded"
     assert [(c["state"], c["outcome"]) for c in execution["compensations"]] == [
@@ -164,3 +164,49 @@ def test_the_table_output_names_the_place_the_next_step_and_the_console(aws: Reh
     assert "compensation ReleaseInventory: succeeded" in result.output, result.output
     assert "alert published by NotifyFailure: succeeded" in result.output
     assert "console.aws.amazon.com/states/home" in result.output
+
+
+def test_an_execution_arn_older_than_the_scan_is_traced_and_said_to_be_what_matched(
+    aws: Rehearsal, cli: CliRunner
+) -> None:
+    # Given an order that failed, then a newer execution of another order (the ARN the ReconcilerDlqNotEmpty
+    # procedure gives the operator is the older one's)
+    (order_id,) = failed_orders(aws, 1, first=7110)
+    _, listing = ff_ops(cli, "failures", "list", "--key", order_id)
+    (record,) = listing["failures"]
+    aws.advance(1)
+    _send(aws, OrderKind.VALID, 7111)
+    aws.run()
+
+    # When the operator traces the execution ARN, reading only the newest execution
+    code, doc = ff_ops(cli, "trace", record["executionArn"], "--max-executions", "1")
+    human = cli.invoke(app, ["trace", record["executionArn"], "--max-executions", "1"], env={"COLUMNS": "200"})
+
+    # Then that execution is found all the same, with its key, its record, and the answer says it was an ARN
+    assert code == 0 and (doc["matched"], doc["key"]) == ("execution-arn", order_id)
+    assert [e["executionArn"] for e in doc["executions"]] == [record["executionArn"]]
+    assert [r["messageId"] for r in doc["failureRecords"]] == [record["messageId"]]
+    assert "matched an execution ARN" in human.stdout
+
+
+def test_a_failure_dlq_message_id_leads_to_the_executions_of_its_key(aws: Rehearsal, cli: CliRunner) -> None:
+    (order_id,) = failed_orders(aws, 1, first=7112)
+    _, listing = ff_ops(cli, "failures", "list", "--key", order_id)
+    (record,) = listing["failures"]
+
+    code, doc = ff_ops(cli, "trace", record["messageId"])
+
+    assert code == 0 and (doc["matched"], doc["key"]) == ("dlq-message-id", order_id)
+    assert [e["executionArn"] for e in doc["executions"]] == [record["executionArn"]]
+
+
+def test_an_execution_arn_of_another_state_machine_or_none_exits_9(aws: Rehearsal, cli: CliRunner) -> None:
+    ours = aws.outputs["StateMachineArn"].replace(":stateMachine:", ":execution:")
+    other = ours.rsplit(":", 1)[0] + ":SomeoneElsesMachine"
+
+    code, foreign = ff_ops(cli, "trace", f"{other}:pipe-0")
+    missing_code, missing = ff_ops(cli, "trace", f"{ours}:pipe-never-started")
+
+    assert code == missing_code == ExitCode.NOT_FOUND
+    assert "is not an execution of the stack's state machine" in foreign["error"]["message"]
+    assert missing["error"]["message"] == f"no execution {ours}:pipe-never-started"

@@ -21,7 +21,7 @@ PACKAGE = REPO / "src" / "fire_and_forget"
 PARTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "runtime": (frozenset({"runtime"}), frozenset({"boto3", "botocore"})),
     "healing": (frozenset({"runtime", "healing"}), frozenset({"boto3", "botocore", "aws_lambda_powertools"})),
-    "cli": (frozenset({"runtime", "cli"}), frozenset({"boto3", "botocore", "typer", "click", "rich"})),
+    "cli": (frozenset({"runtime", "cli"}), frozenset({"boto3", "botocore", "typer", "click", "rich", "jmespath"})),
     "construct": (frozenset({"runtime", "construct"}),
                   frozenset({"aws_cdk", "constructs", "cdk_nag", "jsii", "pydantic"})),
     "rehearsal": (frozenset({"runtime", "rehearsal"}),
@@ -101,8 +101,9 @@ def test_the_examples_use_only_the_public_api() -> None:
     (["fire_and_forget.runtime." + p.stem for p in _sources(PACKAGE / "runtime") if p.stem != "__init__"],
      ["aws_cdk", "typer", "rich", "moto", "aws_lambda_powertools", "pydantic"]),
     (["fire_and_forget.healing.reconciler", "fire_and_forget.healing.redriver"], ["aws_cdk", "typer", "rich", "moto"]),
-    # boto3 and botocore's Config (half of ff-ops' start-up) wait for the first clients: --help and --version need none.
-    (["fire_and_forget.cli.app"], ["aws_cdk", "moto", "aws_lambda_powertools", "boto3", "botocore.config"]),
+    # boto3 and botocore's Config (half of ff-ops' start-up) wait for the first clients: --help and --version need none;
+    # jmespath waits for a --query.
+    (["fire_and_forget.cli.app"], ["aws_cdk", "moto", "aws_lambda_powertools", "boto3", "botocore.config", "jmespath"]),
     (["fire_and_forget.rehearsal"], ["aws_cdk", "typer"]),
 ], ids=["runtime", "healing", "cli", "rehearsal"])
 def test_importing_a_part_loads_none_of_the_others_libraries(modules: list[str], absent: list[str]) -> None:

@@ -15,7 +15,19 @@ from rich.console import Console
 from fire_and_forget import __version__
 from fire_and_forget.cli import cli_common, cli_trace, render, report
 from fire_and_forget.cli.aws import Clients
-from fire_and_forget.cli.cli_common import FLAG, AsJson, DryRun, Profile, Region, StackName, fail, run
+from fire_and_forget.cli.cli_common import (
+    FLAG,
+    AsJson,
+    DryRun,
+    OutputOption,
+    Profile,
+    Query,
+    Region,
+    StackName,
+    checked_presentation,
+    fail,
+    run,
+)
 from fire_and_forget.cli.cli_failures import failures_app
 from fire_and_forget.cli.errors import ExitCode, UsageError
 from fire_and_forget.cli.executions import (
@@ -68,17 +80,18 @@ def _options(version: Annotated[bool, typer.Option("--version", metavar=FLAG, is
 
 @app.command()
 def status(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
-           as_json: AsJson = False,
+           as_json: AsJson = False, output: OutputOption = None, query: Query = None,
            hours: Annotated[float, typer.Option(min=0.1, help="Window for the execution counts.")] = 24) -> None:
-    """Queue depths, oldest message ages, recent unsuccessful executions and the pipe's state."""
+    """Queue depths, oldest message ages, recent unsuccessful executions (with their keys) and the pipe's state."""
+    shown = checked_presentation(as_json, output, query)
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         result = collect_status(clients, stack, cli_common.now(), timedelta(hours=hours))
-        if not as_json:
+        if shown.is_table:
             render.status(out, result)
         return ExitCode.OK, report.status(result)
 
-    run(stack_name, region, profile, as_json, body)
+    run(stack_name, region, profile, shown, body)
 
 
 cli_trace.register(app)
@@ -87,7 +100,7 @@ cli_trace.register(app)
 @app.command("report")
 def report_page(html: Annotated[Path, typer.Option("--html", help="Where to write the page (HTML, self-contained).")],
                 stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
-                as_json: AsJson = False,
+                as_json: AsJson = False, output: OutputOption = None, query: Query = None,
                 hours: Annotated[float, typer.Option(min=0.0, help="Executions started in the last N hours.")] = 24.0,
                 since: Annotated[datetime | None, typer.Option(
                     formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%dT%H:%M:%S"],
@@ -96,21 +109,23 @@ def report_page(html: Annotated[Path, typer.Option("--html", help="Where to writ
                 max_executions: Annotated[int, typer.Option(
                     min=1, help="Read at most the newest N executions.")] = DEFAULT_MAX_TREND_EXECUTIONS) -> None:
     """Write the failure-trend page: executions and failures over time, by error and by step, with the counts."""
+    shown = checked_presentation(as_json, output, query)
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         start = since.replace(tzinfo=since.tzinfo or UTC) if since else cli_common.now() - timedelta(hours=hours)
         trend = collect_trends(clients, stack, start, max_executions)
         html.write_text(trend.html(), encoding="utf-8")
-        if not as_json:
+        if shown.is_table:
             unsuccessful = sum(count for status, count in trend.outcomes if status != "SUCCEEDED")
             out.print(f"Wrote {html}: {len(trend.timeline)} executions since {start.isoformat(timespec='seconds')}, "
-                      f"{unsuccessful} unsuccessful" + (" (the newest only)." if trend.truncated else "."))
+                      f"{unsuccessful} unsuccessful" + (" (the newest only)." if trend.truncated else "."),
+                      soft_wrap=True, highlight=False)
         return ExitCode.OK, {"schema": "ff-ops/report/v1", "stack": stack.name, "html": str(html),
                              "since": report.json_time(start), "executions": len(trend.timeline),
                              "outcomes": dict(trend.outcomes), "errors": dict(trend.errors),
                              "truncated": trend.truncated}
 
-    run(stack_name, region, profile, as_json, body)
+    run(stack_name, region, profile, shown, body)
 
 
 @source_dlq_app.command("redrive")

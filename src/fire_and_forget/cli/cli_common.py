@@ -15,6 +15,7 @@ from fire_and_forget.cli import report
 from fire_and_forget.cli.aws import Clients, connect
 from fire_and_forget.cli.errors import AwsError, ExitCode, OpsError, translate
 from fire_and_forget.cli.options import selection
+from fire_and_forget.cli.output import OutputFormat, Presentation, presentation
 from fire_and_forget.cli.stack import KEY_FIELD_OUTPUT, DeployedStack, find_stack
 from fire_and_forget.runtime.records import Selection
 
@@ -23,6 +24,17 @@ Region = Annotated[str | None, typer.Option(help="AWS region (default: AWS_REGIO
 Profile = Annotated[str | None, typer.Option(help="AWS profile (default: AWS_PROFILE / the default chain).")]
 AsJson = Annotated[
     bool, typer.Option("--json/--no-json", metavar="", help="Print one JSON document (docs/operator-cli.md).")
+]
+# A read command's --output and --query, as the AWS CLI's (fire_and_forget/cli/output.py); --json is --output json.
+OutputOption = Annotated[
+    OutputFormat | None,
+    typer.Option("--output", case_sensitive=False, help="table (the default), json (the document --json prints) or "
+                 "text (its values, tab-separated, as the AWS CLI's text output)."),
+]
+Query = Annotated[
+    str | None,
+    typer.Option("--query", metavar="JMESPATH", help="A JMESPath expression applied to the JSON document, as the AWS "
+                 "CLI's --query; for json and text output (--query alone means json)."),
 ]
 # A flag takes no value: an empty metavar keeps Typer from showing `<bool>` as if it took one.
 FLAG = ""
@@ -40,6 +52,9 @@ Keys = Annotated[
     ),
 ]
 Errors = Annotated[list[str] | None, typer.Option("--error", help="Only this error name (repeatable).")]
+States = Annotated[
+    list[str] | None, typer.Option("--state", metavar="NAME", help="Only records failed in this state (repeatable).")
+]
 Since = Annotated[str | None, typer.Option(help="Failed at or after: ISO 8601 time or an age like 30m, 6h, 2d.")]
 Until = Annotated[str | None, typer.Option(help="Failed at or before: ISO 8601 time or an age like 30m, 6h, 2d.")]
 Visibility = Annotated[
@@ -53,9 +68,12 @@ Visibility = Annotated[
 Body = Callable[[Clients, DeployedStack, Console], tuple[ExitCode, dict[str, Any] | None]]
 
 
-def run(stack_name: str, region: str | None, profile: str | None, as_json: bool, body: Body) -> None:
-    """Resolve the stack, run `body`, print its JSON document if asked, and exit with its code."""
-    out = Console(stderr=True) if as_json else Console()
+def run(stack_name: str, region: str | None, profile: str | None, as_json: bool | Presentation, body: Body) -> None:
+    """Resolve the stack, run `body`, print its document as asked (a write command's `--json` flag, or a read
+    command's checked_presentation), and exit with its code. Off the table format, messages go to stderr."""
+    shown = as_json if isinstance(as_json, Presentation) else Presentation(
+        OutputFormat.JSON if as_json else OutputFormat.TABLE)
+    out = Console() if shown.is_table else Console(stderr=True)
     try:
         clients = connect(region=region, profile=profile)
         stack = find_stack(clients.cloudformation, stack_name)
@@ -66,6 +84,7 @@ def run(stack_name: str, region: str | None, profile: str | None, as_json: bool,
                 highlight=False,
             )
         code, document = body(clients, stack, out)
+        printed = None if shown.is_table or document is None else shown.render(document)
     except KeyboardInterrupt:
         Console(stderr=True).print(
             "Interrupted. Nothing was lost: messages read were made visible again, and a "
@@ -74,21 +93,30 @@ def run(stack_name: str, region: str | None, profile: str | None, as_json: bool,
         raise typer.Exit(130) from None
     except (OpsError, ClientError, BotoCoreError) as error:
         failure = translate(error, f"stack {stack_name}") or AwsError(str(error))
-        fail(failure, as_json)
-    if as_json and document is not None:
-        typer.echo(json.dumps(document, indent=2, sort_keys=False))
+        fail(failure, shown)
+    if printed is not None:
+        typer.echo(printed)
     raise typer.Exit(int(code))
 
 
-def fail(failure: OpsError, as_json: bool) -> NoReturn:
-    """Print the error and its hint (and its JSON document if asked), and exit with its code."""
+def fail(failure: OpsError, as_json: bool | Presentation) -> NoReturn:
+    """Print the error and its hint, and with json output its error document (never queried), and exit with its
+    code."""
     err = Console(stderr=True)
     err.print(f"[bold red]error:[/] {failure.message}", highlight=False)
     if failure.hint:
         err.print(f"hint: {failure.hint}", highlight=False)
-    if as_json:
+    if as_json is True or (isinstance(as_json, Presentation) and as_json.format is OutputFormat.JSON):
         typer.echo(json.dumps(report.error(failure), indent=2))
     raise typer.Exit(int(failure.exit_code))
+
+
+def checked_presentation(as_json: bool, output: OutputFormat | None, query: str | None) -> Presentation:
+    """A read command's --json, --output and --query, checked before any AWS call (fire_and_forget/cli/output.py)."""
+    try:
+        return presentation(as_json, output, query)
+    except OpsError as failure:  # json asked for, or implied by a --query alone: the error document too
+        fail(failure, as_json or output is OutputFormat.JSON or (output is None and query is not None))
 
 
 def now() -> datetime:
@@ -97,10 +125,11 @@ def now() -> datetime:
 
 
 def checked_selection(
-    keys: list[str] | None, errors: list[str] | None, since: str | None, until: str | None, as_json: bool
+    keys: list[str] | None, errors: list[str] | None, since: str | None, until: str | None,
+    as_json: bool | Presentation, states: list[str] | None = None,
 ) -> Selection:
     """The selection flags, checked before any AWS call."""
     try:
-        return selection(keys, errors, since, until, now())
+        return selection(keys, errors, since, until, now(), states)
     except OpsError as failure:
         fail(failure, as_json)

@@ -17,12 +17,16 @@ from fire_and_forget.cli.cli_common import (
     DryRun,
     Errors,
     Keys,
+    OutputOption,
     Profile,
+    Query,
     Region,
     Since,
     StackName,
+    States,
     Until,
     Visibility,
+    checked_presentation,
     checked_selection,
     fail,
     run,
@@ -30,8 +34,8 @@ from fire_and_forget.cli.cli_common import (
 from fire_and_forget.cli.discard import Discarded, DiscardRequest, DiscardVerdict, discard_failures
 from fire_and_forget.cli.discard_output import document as discard_document
 from fire_and_forget.cli.discard_output import render as render_discard
-from fire_and_forget.cli.errors import ExitCode, UsageError
-from fire_and_forget.cli.failures import DEFAULT_LIMIT, find_failures, list_failures
+from fire_and_forget.cli.errors import ExitCode, OutputsMissing, UsageError
+from fire_and_forget.cli.failures import DEFAULT_LIMIT, Page, Position, find_failures, list_failures
 from fire_and_forget.cli.guard import (
     DEFAULT_RATE,
     AuditLog,
@@ -44,8 +48,9 @@ from fire_and_forget.cli.guard import (
     require_an_answer,
 )
 from fire_and_forget.cli.healing import policy_of, waiting_for
-from fire_and_forget.cli.stack import DeployedStack
+from fire_and_forget.cli.stack import HEALING_POLICY_OUTPUT, DeployedStack
 from fire_and_forget.runtime.dlq import DEFAULT_VISIBILITY_TIMEOUT
+from fire_and_forget.runtime.healing_policy import Disposition
 from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
 from fire_and_forget.runtime.records import FailureRecord
 from fire_and_forget.runtime.redrive import Action, Outcome, RedriveReport, RedriveRequest, redrive_failures
@@ -59,17 +64,53 @@ def failures_list(
     region: Region = None,
     profile: Profile = None,
     as_json: AsJson = False,
+    output: OutputOption = None,
+    query: Query = None,
     key: Keys = None,
     error: Errors = None,
+    state: States = None,
+    disposition: Annotated[
+        list[Disposition] | None,
+        typer.Option(case_sensitive=False, metavar="DISPOSITION",
+                     help="Only records that wait for this: " + ", ".join(d.value for d in Disposition)
+                     + " (repeatable; the stack's HealingPolicy decides it, as the Redriver does)."),
+    ] = None,
     since: Since = None,
     until: Until = None,
+    max_: Annotated[
+        int | None,
+        typer.Option("--max", "--max-items", min=1, help="List at most N records; when more match, the output "
+                     "gives the token --starting-token resumes from."),
+    ] = None,
+    starting_token: Annotated[
+        str | None,
+        typer.Option(metavar="TOKEN", help="List the records after the last one of the page that gave this token "
+                     "(its nextToken)."),
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, help="Read at most N messages of the DLQ.")] = DEFAULT_LIMIT,
     visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> None:
-    """List the failure DLQ's records (read, then made visible again at once)."""
-    chosen = checked_selection(key, error, since, until, as_json)
+    """List the failure DLQ's records (read, then made visible again at once), a page at a time with --max."""
+    shown = checked_presentation(as_json, output, query)
+    chosen = checked_selection(key, error, since, until, shown, state)
+    try:
+        after = Position.from_token(starting_token) if starting_token is not None else None
+    except UsageError as failure:
+        fail(failure, shown)
+    wanted = frozenset(disposition or ())
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        policy = policy_of(stack)
+        if wanted and policy is None:
+            raise OutputsMissing(
+                f"stack {stack.name} has no output {HEALING_POLICY_OUTPUT} (deployed before self-healing): its "
+                "records have no disposition to select by",
+                "select with --error or --state instead, or deploy the current version of the app",
+            )
+
+        def keep(record: FailureRecord) -> bool:
+            return not wanted or waiting_for(record, policy).disposition in wanted
+
         listing = list_failures(
             clients.sqs,
             stack.output(Output.FAILURE_DLQ_URL),
@@ -77,14 +118,15 @@ def failures_list(
             limit=limit,
             visibility_timeout=visibility_timeout,
             key_field=stack.key_field,
+            keep=keep,
+            page=Page(max_, after),
         )
-        policy = policy_of(stack)
-        if not as_json:
+        if shown.is_table:
             waiting = [waiting_for(record, policy) for record in listing.records]
             render.failures_list(out, listing, waiting, cli_common.now())
         return ExitCode.OK, report.failures_list(stack.name, listing, policy)
 
-    run(stack_name, region, profile, as_json, body)
+    run(stack_name, region, profile, shown, body)
 
 
 @failures_app.command("show")
@@ -100,9 +142,12 @@ def failures_show(
     region: Region = None,
     profile: Profile = None,
     as_json: AsJson = False,
+    output: OutputOption = None,
+    query: Query = None,
     visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> None:
     """Everything recorded about one failure: error, cause, compensation, the original message."""
+    shown = checked_presentation(as_json, output, query)
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         records = find_failures(
@@ -113,12 +158,12 @@ def failures_show(
             key_field=stack.key_field,
         )
         policy = policy_of(stack)
-        if not as_json:
+        if shown.is_table:
             for record in records:
                 render.failure_detail(out, record, stack.key_field, waiting_for(record, policy), cli_common.now())
         return ExitCode.OK, report.failures_show(stack.name, stack.key_field, records, policy)
 
-    run(stack_name, region, profile, as_json, body)
+    run(stack_name, region, profile, shown, body)
 
 
 @failures_app.command("redrive")

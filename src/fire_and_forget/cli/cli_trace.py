@@ -1,4 +1,4 @@
-"""ff-ops trace: every execution of one message's work (by key or message id), and where it is now."""
+"""ff-ops trace: every execution of one message's work (by key, message id or execution ARN), and where it is now."""
 
 from __future__ import annotations
 
@@ -8,7 +8,17 @@ import typer
 from rich.console import Console
 
 from fire_and_forget.cli.aws import Clients
-from fire_and_forget.cli.cli_common import AsJson, Profile, Region, StackName, Visibility, run
+from fire_and_forget.cli.cli_common import (
+    AsJson,
+    OutputOption,
+    Profile,
+    Query,
+    Region,
+    StackName,
+    Visibility,
+    checked_presentation,
+    run,
+)
 from fire_and_forget.cli.errors import ExitCode
 from fire_and_forget.cli.stack import DeployedStack
 from fire_and_forget.cli.trace import DEFAULT_MAX_EXECUTIONS, TraceRequest
@@ -28,28 +38,32 @@ def trace(
     key: Annotated[
         str,
         typer.Argument(
-            metavar="KEY|MESSAGE_ID",
-            help="A message's key (its body's value of the field the stack's MessageKeyField output names) or "
-            "an SQS message id (source or redriven).",
+            metavar="KEY|MESSAGE_ID|EXECUTION_ARN",
+            help="A message's key (its body's value of the field the stack's MessageKeyField output names), an SQS "
+            "message id (source, redriven, or a failure-DLQ record's) or an execution ARN of the stack's workflow.",
         ),
     ],
     stack_name: StackName = DEFAULT_STACK_NAME,
     region: Region = None,
     profile: Profile = None,
     as_json: AsJson = False,
+    output: OutputOption = None,
+    query: Query = None,
     max_executions: Annotated[
         int, typer.Option(min=1, help="Read at most the newest N executions of the workflow.")
     ] = DEFAULT_MAX_EXECUTIONS,
     visibility_timeout: Visibility = DEFAULT_VISIBILITY_TIMEOUT,
 ) -> None:
-    """Every execution of a message's work (by key or message id), where it is now, its alerts and console links."""
+    """Every execution of a message's work (by key, message id or execution ARN), where it is now, its alerts and
+    console links."""
+    shown = checked_presentation(as_json, output, query)
 
     def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
         request = TraceRequest(key, max_executions, visibility_timeout, key_field=stack.key_field)
         found = trace_work(clients, stack, request)
         dlq = stack.output(Output.FAILURE_DLQ_URL)
-        if not as_json:
+        if shown.is_table:
             render_trace(out, dlq, found)
         return ExitCode.OK, trace_document(stack.name, dlq, found)
 
-    run(stack_name, region, profile, as_json, body)
+    run(stack_name, region, profile, shown, body)

@@ -24,10 +24,11 @@ def parse_when(text: str, now: datetime) -> datetime:
 
 
 def selection(keys: list[str] | None, errors: list[str] | None, since: str | None, until: str | None,
-              now: datetime) -> Selection:
+              now: datetime, states: list[str] | None = None) -> Selection:
     return Selection(
         keys=frozenset(keys or ()),
         errors=frozenset(errors or ()),
+        states=frozenset(states or ()),
         since=parse_when(since, now) if since else None,
         until=parse_when(until, now) if until else None,
     )

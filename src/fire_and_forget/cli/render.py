@@ -7,8 +7,11 @@ import json
 from datetime import datetime
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from fire_and_forget.cli.executions import ExecutionOutcome, RedriveVerdict
 from fire_and_forget.cli.failures import FailureListing
@@ -40,52 +43,116 @@ def cause_message(cause: str | None) -> str | None:
     return message if isinstance(message, str) else cause
 
 
+# The narrowest cause column the failures table accepts; narrower, each record is a block of lines instead.
+CAUSE_MIN_WIDTH = 24
+
+
+def line(console: Console, *parts: str | tuple[str, str]) -> None:
+    """One line that rich never breaks, its parts plain text (or (text, style)): the identifiers in it stay whole. A
+    terminal narrower than the line wraps it for the eye only; copying it gives it back whole."""
+    console.print(Text.assemble(*parts), soft_wrap=True, highlight=False)
+
+
+def prose(console: Console, label: str, text: str, label_width: int, indent: int = 2) -> None:
+    """A label and free text beside it, the text wrapped (a word longer than the width folded) under itself."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(width=label_width, no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    grid.add_row(label, Text(text))
+    console.print(Padding(grid, (0, 0, 0, indent), expand=False))
+
+
+def room(console: Console, widths: list[int]) -> int:
+    """The columns a table of rich's default box, with columns this wide, leaves of the console's width (a border and
+    two padding characters per column, one more border); negative when it does not fit."""
+    return console.width - (sum(widths) + 3 * len(widths) + 1)
+
+
+def _widest(header: str, cells: list[str]) -> int:
+    return max(cell_len(text) for text in [header, *(part for cell in cells for part in cell.split("\n"))])
+
+
 def failures_list(console: Console, listing: FailureListing, waiting: list[Waiting], now: datetime) -> None:
-    """`waiting` holds what each of `listing.records` waits for, one for one (fire_and_forget/cli/healing.py)."""
-    table = Table(title=f"Failure DLQ: {len(listing.records)} shown, {listing.read} read, "
-                        f"~{listing.approximate_depth} in the queue")
-    for column in (listing.key_field, "error", "failed state", "failed at", "repair", "waiting for", "cause"):
-        # The key and what a record waits for are what an operator scans for: never squeezed into an ellipsis.
-        keep = len(column) if column in (listing.key_field, "waiting for") else None
-        table.add_column(column, no_wrap=column != "cause", min_width=keep)
-    for r, w in zip(listing.records, waiting, strict=True):
-        # A body without the key field (not a document the workflow understood) is labelled by its message id.
-        table.add_row(r.key or f"message {r.source_message_id or r.message_id}", r.error, r.failed_state,
-                      _when(r.failed_at),
-                      "[bold red]YES[/]" if r.manual_repair else "no", "\n".join(w.short(now)),
-                      _short(cause_message(r.cause), 60))
-    console.print(table)
+    """`waiting` holds what each of `listing.records` waits for, one for one (fire_and_forget/cli/healing.py). Every
+    identifier (key, message id, error, state) is printed whole: in a table when one fits the console beside a
+    readable cause, else one block per record."""
+    shown = len(listing.records)
+    of = f" of {listing.matching} matching" if listing.next_token else ""
+    console.print(f"Failure DLQ: {shown} shown{of}, {listing.read} read, ~{listing.approximate_depth} in the queue",
+                  highlight=False)
+    rows = [
+        {listing.key_field: r.key or "-", "message id": r.message_id, "error": r.error, "failed state": r.failed_state,
+         "failed at": _when(r.failed_at), "repair": "YES" if r.manual_repair else "no",
+         "waiting for": "\n".join(w.short(now)), "cause": cause_message(r.cause) or "-"}
+        for r, w in zip(listing.records, waiting, strict=True)
+    ]
+    headers = [listing.key_field, "message id", "error", "failed state", "failed at", "repair", "waiting for"]
+    widths = [_widest(h, [row[h] for row in rows]) for h in headers]
+    cause_width = room(console, [*widths, 0])
+    if cause_width >= CAUSE_MIN_WIDTH:
+        table = Table()
+        for header, width in zip(headers, widths, strict=True):
+            table.add_column(header, no_wrap=True, width=width)
+        table.add_column("cause", overflow="fold", width=min(cause_width, _widest("cause", [r["cause"] for r in rows])))
+        for row in rows:
+            table.add_row(*(Text(row[h], style="bold red" if h == "repair" and row[h] == "YES" else "")
+                            for h in [*headers, "cause"]))
+        console.print(table)
+    else:
+        for r, w in zip(listing.records, waiting, strict=True):
+            _failure_block(console, r, listing.key_field, w, now)
+    _listing_notes(console, listing)
+
+
+def _failure_block(console: Console, r: FailureRecord, key_field: str, waiting: Waiting, now: datetime) -> None:
+    console.print()
+    line(console, (f"{key_field} {r.key or '-'}", "bold"), "  message ", r.message_id)
+    line(console, "  ", r.error, " in ", r.failed_state, f" at {_when(r.failed_at)}")
+    line(console, "  waiting for ", waiting.describe(now),
+         *([("  needs manual repair", "bold red")] if r.manual_repair else []))
+    prose(console, "cause", cause_message(r.cause) or "-", len("cause"))
+
+
+def _listing_notes(console: Console, listing: FailureListing) -> None:
     if listing.truncated:
         console.print("[yellow]More messages than --limit: raise --limit to read them all.[/]")
     for r in listing.records:
         if r.copies:  # SQS standard queues do not deduplicate: one execution may have left two records
-            console.print(f"{r.key or r.message_id}: {1 + len(r.copies)} records of one execution, shown once "
+            line(console, f"{r.key or r.message_id}: {1 + len(r.copies)} records of one execution, shown once "
                           f"(redrive and discard act on all of them): {', '.join(r.message_ids)}")
     for m in listing.unrecognized:
-        console.print(f"[yellow]Not a failure record[/] {m.message_id}: {m.reason}. Left in the queue untouched.")
+        line(console, ("Not a failure record", "yellow"), f" {m.message_id}: {m.reason}. Left in the queue untouched.")
+    if listing.next_token:
+        console.print(f"{listing.matching - len(listing.records)} more match: for the next page, run the same command "
+                      "with", highlight=False)
+        line(console, "  --starting-token ", listing.next_token)
     console.print("Every message read was made visible again.")
 
 
 def failure_detail(console: Console, record: FailureRecord, key_field: str, waiting: Waiting, now: datetime) -> None:
-    table = Table(show_header=False, title=f"Failure {record.message_id}")
-    table.add_column(style="bold")
-    table.add_column()
-    rows = [
+    """Identifiers on lines of their own, never broken; free text (cause, body, ...) wrapped beside its label."""
+    identifiers = [
         (key_field, record.key or f"(none: the body has no {key_field}; see source message id)"),
-        ("error", record.error), ("cause", cause_message(record.cause) or "-"), ("failed state", record.failed_state),
-        ("failed at", _when(record.failed_at)), ("manual repair", "YES" if record.manual_repair else "no"),
-        ("waiting for", waiting.describe(now)), ("automatic redrives", str(waiting.attempt)),
-        ("compensation", readable(record.compensation)), ("execution", record.execution_arn or "-"),
-        ("source message id", record.source_message_id or "-"), ("body", record.body),
-        ("message attributes", attributes(record.message_attributes)),
+        ("error", record.error), ("failed state", record.failed_state), ("failed at", _when(record.failed_at)),
+        ("manual repair", "YES" if record.manual_repair else "no"), ("waiting for", waiting.describe(now)),
+        ("automatic redrives", str(waiting.attempt)), ("execution", record.execution_arn or "-"),
+        ("source message id", record.source_message_id or "-"),
     ]
-    if record.reconciliation is not None:  # the Reconciler wrote it: how the execution ended, what it undid
-        rows.append(("reconciliation", readable(record.reconciliation)))
     if record.copies:
-        rows.append(("same execution", f"{len(record.copies)} more record(s), one failure: {', '.join(record.copies)}"))
-    for name, value in rows:
-        table.add_row(name, value)
-    console.print(table)
+        identifiers.append(("same execution", ", ".join(record.copies)))
+    texts = [("cause", cause_message(record.cause) or "-"), ("compensation", readable(record.compensation)),
+             ("body", record.body), ("message attributes", attributes(record.message_attributes))]
+    if record.reconciliation is not None:  # the Reconciler wrote it: how the execution ended, what it undid
+        texts.append(("reconciliation", readable(record.reconciliation)))
+    width = max(len(label) for label, _ in identifiers + texts)
+    line(console, ("Failure ", "bold"), (record.message_id, "bold"))
+    for label, value in identifiers:
+        line(console, "  ", (label.ljust(width), "bold"), "  ", value)
+    if record.copies:
+        console.print(f"  {'':<{width}}  ({len(record.copies)} more record(s) of the same execution: one failure)",
+                      highlight=False)
+    for label, value in texts:
+        prose(console, label, value, width)
 
 
 def readable(value: Any, indent: str = "") -> str:
@@ -171,20 +238,24 @@ def executions_summary(console: Console, outcomes: list[ExecutionOutcome], dry_r
 def status(console: Console, report: StackStatus) -> None:
     queues = Table(title=f"{report.stack} ({report.region})")
     for column in ("queue", "visible", "in flight", "delayed", "oldest (s)"):
-        queues.add_column(column)
+        queues.add_column(column, no_wrap=True)
     for q in report.queues:
         age = f"{q.oldest_age_seconds:.0f}" if q.oldest_age_seconds is not None else "-"
         queues.add_row(q.label, str(q.visible), str(q.in_flight), str(q.delayed), age)
     console.print(queues)
     pipe = report.pipe
-    colour = "green" if pipe.current_state == "RUNNING" else "red"
     reason = f" — {pipe.state_reason}" if pipe.state_reason else ""
-    console.print(f"Pipe {pipe.name}: [{colour}]{pipe.current_state}[/] (desired {pipe.desired_state}){reason}")
+    colour = "green" if pipe.current_state == "RUNNING" else "red"
+    line(console, f"Pipe {pipe.name}: ", (str(pipe.current_state), colour), f" (desired {pipe.desired_state}){reason}")
     hours = report.window.total_seconds() / 3600
     counts = ", ".join(f"{status.lower().replace('_', ' ')} {n}" for status, n in report.counts.items())
     console.print(f"Executions in the last {hours:g} h: {counts}" + (" (at least)" if report.counts_truncated else ""))
-    for e in report.recent:
-        console.print(f"  {e.status:<9} {_when(e.stop_date)}  {e.name}", highlight=False)
+    keys = [e.key or "-" for e in report.recent]
+    width = max([len(report.key_field), *(len(k) for k in keys)])
+    if report.recent:
+        line(console, (f"  {'status':<9} {'stopped':<20}  {report.key_field:<{width}}  execution", "bold"))
+    for e, key in zip(report.recent, keys, strict=True):
+        line(console, f"  {e.status:<9} {_when(e.stop_date):<20}  {key:<{width}}  {e.name}")
     healing_status(console, report.healing, hours)
 
 

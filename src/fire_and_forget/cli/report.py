@@ -74,6 +74,8 @@ def failures_list(stack: str, listing: FailureListing, policy: HealingPolicy | N
         "approximateDepth": listing.approximate_depth,
         "read": listing.read,
         "truncated": listing.truncated,
+        "matching": listing.matching,
+        "nextToken": listing.next_token,
         "failures": [failure(r, policy) for r in listing.records],
         "unrecognized": [unrecognized(m) for m in listing.unrecognized],
     }
@@ -180,6 +182,7 @@ def status(report: StackStatus) -> Json:
         "schema": "ff-ops/status/v1",
         "stack": report.stack,
         "region": report.region,
+        "keyField": report.key_field,
         "queues": [
             {"outputKey": q.output_key, "label": q.label, "url": q.url, "visible": q.visible,
              "inFlight": q.in_flight, "delayed": q.delayed, "oldestAgeSeconds": q.oldest_age_seconds}
@@ -193,7 +196,8 @@ def status(report: StackStatus) -> Json:
             "countsTruncated": report.counts_truncated,
             "recent": [
                 {"executionArn": e.execution_arn, "name": e.name, "status": e.status,
-                 "startDate": json_time(e.start_date), "stopDate": json_time(e.stop_date)}
+                 "startDate": json_time(e.start_date), "stopDate": json_time(e.stop_date),
+                 "messageId": e.message_id, "key": e.key}
                 for e in report.recent
             ],
         },

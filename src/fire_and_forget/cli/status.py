@@ -1,9 +1,9 @@
-"""`status`: queue depths, oldest message ages, recent unsuccessful executions, the pipe's state, and self-healing
-(fire_and_forget/cli/healing_status.py)."""
+"""`status`: queue depths, oldest message ages, recent unsuccessful executions (each with its message's key, read
+from the execution's input), the pipe's state, and self-healing (fire_and_forget/cli/healing_status.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -14,6 +14,7 @@ from fire_and_forget.cli.healing_status import HealingStatus, collect_healing
 from fire_and_forget.cli.stack import HEALING_QUEUES, QUEUES, DeployedStack
 from fire_and_forget.runtime.errors import error_code
 from fire_and_forget.runtime.outputs import Output
+from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD, input_keys
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch.type_defs import MetricDataQueryTypeDef
@@ -50,6 +51,8 @@ class ExecutionSummary:
     status: str
     start_date: datetime
     stop_date: datetime | None
+    message_id: str | None = None  # of the SQS message the execution started from (its input's first record)
+    key: str | None = None  # that message's key: its body's value of the stack's key field
 
 
 @dataclass
@@ -63,6 +66,7 @@ class StackStatus:
     counts_truncated: bool = False
     recent: list[ExecutionSummary] = field(default_factory=list)
     healing: HealingStatus | None = None  # None: the stack has no HealingPolicy output (deployed before it)
+    key_field: str = DEFAULT_KEY_FIELD  # the body field each recent execution's key was read from
 
 
 def collect_status(clients: Clients, stack: DeployedStack, now: datetime, window: timedelta = timedelta(hours=24),
@@ -73,7 +77,8 @@ def collect_status(clients: Clients, stack: DeployedStack, now: datetime, window
     urls = list(named.values())
     ages = _oldest_ages(clients, urls, now)
     queues = [_queue(clients, key, url, ages.get(url)) for key, url in named.items()]
-    status = StackStatus(stack.name, clients.region, window, queues, _pipe(clients, pipe_name))
+    status = StackStatus(stack.name, clients.region, window, queues, _pipe(clients, pipe_name),
+                         key_field=stack.key_field)
     cutoff = now - window
     for execution_status in UNSUCCESSFUL:
         found, truncated = _stopped_since(clients, state_machine_arn, execution_status, cutoff)
@@ -82,10 +87,18 @@ def collect_status(clients: Clients, stack: DeployedStack, now: datetime, window
         status.recent.extend(found)
     status.recent.sort(key=lambda e: e.stop_date or e.start_date, reverse=True)
     del status.recent[recent_limit:]
+    status.recent = [_with_key(clients, e, stack.key_field) for e in status.recent]
     policy = policy_of(stack)
     if policy is not None:
         status.healing = collect_healing(clients, stack, policy, now, window)
     return status
+
+
+def _with_key(clients: Clients, execution: ExecutionSummary, key_field: str) -> ExecutionSummary:
+    """ListExecutions gives no input: DescribeExecution of each listed execution does."""
+    described = clients.sfn.describe_execution(executionArn=execution.execution_arn)
+    message_id, key = input_keys(described.get("input"), key_field)
+    return replace(execution, message_id=message_id, key=key)
 
 
 def _queue(clients: Clients, key: str, url: str, age: float | None) -> QueueStatus:

@@ -1,27 +1,33 @@
-"""`trace`: one message's work (by its key or an SQS message id) from the source queue to its outcome, read-only.
+"""`trace`: one message's work from the source queue to its outcome, read-only, found by its key, an SQS message id,
+a failure-DLQ message id or an execution ARN (the result says which it matched).
 
 The pipe cannot name executions, so an execution is found by its input: ListExecutions (newest first, at most
-`max_executions`), then DescribeExecution of each to read the pipe's record (`[0].messageId`, `[0].body`). A message id
-leads to its key (its body's value of the field the stack's MessageKeyField output names); the key then brings
-in every other message of that work (a redriven message gets a new SQS messageId). GetExecutionHistory of each match
-gives the states entered, retries, errors, compensations and the alert. Then the two DLQs are read (and made visible
-again, fire_and_forget/runtime/dlq.py). The source queue itself is never received from: that would hide messages from
-the pipe and raise their receive count towards the queue's maxReceiveCount; only its depth is reported.
+`max_executions`), then DescribeExecution of each to read the pipe's record (`[0].messageId`, `[0].body`); an
+execution ARN older than that scan is described on its own. A message id, a failure record or an execution leads to
+the work's key (its body's value of the field the stack's MessageKeyField output names); the key then brings in every
+other message of that work (a redriven message gets a new SQS messageId). GetExecutionHistory of each match gives the
+states entered, retries, errors, compensations and the alert. The two DLQs are read and made visible again
+(fire_and_forget/runtime/dlq.py). The source queue itself is never received from: that would hide messages from the
+pipe and raise their receive count towards the queue's maxReceiveCount; only its depth is reported.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from fire_and_forget.cli.errors import NotFound
 from fire_and_forget.cli.failures import list_failures
+from fire_and_forget.cli.trace_history import StateVisit
+from fire_and_forget.cli.trace_history import visits as visits  # the trend report imports it from here
 from fire_and_forget.runtime.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
+from fire_and_forget.runtime.errors import error_code
 from fire_and_forget.runtime.outputs import Output
-from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD, FailureRecord, message_key
+from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD, FailureRecord, input_keys, message_key
 from fire_and_forget.runtime.tail import DUPLICATE_ENDS, HANDLED_FAILURE_ERROR, TailState
 
 if TYPE_CHECKING:
@@ -38,13 +44,6 @@ ALERT_STATE = TailState.NOTIFY_FAILURE
 # The error an execution ends with once HandleFailure put the message in the failure DLQ
 # (fire_and_forget/cli/executions.py).
 RECORDED_ERROR = HANDLED_FAILURE_ERROR
-_TASK_END = {
-    "TaskSucceeded": "succeeded",
-    "TaskFailed": "failed",
-    "TaskTimedOut": "timed-out",
-    "TaskSubmitFailed": "failed",
-    "TaskStartFailed": "failed",
-}
 
 
 class Whereabouts(StrEnum):
@@ -60,20 +59,13 @@ class Whereabouts(StrEnum):
     NOT_FOUND = "not-found"  # none of the above: in the source queue not yet handed over, or beyond the bound
 
 
-@dataclass(frozen=True)
-class StateVisit:
-    """One entry into a state: how many attempts its task took, the errors of the failed ones, how it ended."""
+class Match(StrEnum):
+    """What the operator's argument turned out to be. Values of the --json `matched`; never renamed."""
 
-    name: str
-    entered_at: datetime | None
-    attempts: int = 0  # Task states only: 1 + the retries
-    errors: tuple[str, ...] = ()
-    outcome: str | None = None  # succeeded | failed | timed-out; None for a state that is not a Task
-    output: Any = None  # the task's result (the Lambda's Payload, SNS's MessageId)
-
-    @property
-    def retries(self) -> int:
-        return max(0, self.attempts - 1)
+    KEY = "key"  # the messages' key (the body's value of the stack's key field)
+    MESSAGE_ID = "message-id"  # an SQS message id of the work: the source queue's (an execution's input), a redrive's
+    DLQ_MESSAGE_ID = "dlq-message-id"  # the failure DLQ message id of a record or of one of its copies
+    EXECUTION_ARN = "execution-arn"  # an execution of the stack's state machine
 
 
 @dataclass(frozen=True)
@@ -128,7 +120,7 @@ class Location:
 
 @dataclass
 class Trace:
-    query: str  # what the operator asked for: a key or an SQS message id
+    query: str  # what the operator asked for: a key, an SQS message id, a DLQ message id or an execution ARN
     key: str | None  # the key of the work found (None when the messages found have no key field)
     message_ids: list[str]
     region: str
@@ -141,6 +133,7 @@ class Trace:
     max_executions: int = DEFAULT_MAX_EXECUTIONS
     truncated: bool = False  # the state machine has more executions than were scanned
     source_queue_depth: tuple[int, int] = (0, 0)  # (visible, in flight): what the pipe has not handed over yet
+    matched: Match = Match.KEY  # what `query` was found as
 
 
 @dataclass(frozen=True)
@@ -153,15 +146,31 @@ class TraceRequest:
 
 
 def trace(clients: Clients, stack: DeployedStack, request: TraceRequest) -> Trace:
-    """Everything recorded about `request.key` (a key or an SQS message id); raises NotFound if nothing is."""
+    """Everything recorded about `request.key` (a key, an SQS message id, a failure-DLQ message id or an execution
+    ARN); raises NotFound if nothing is."""
     machine, failure_dlq, source_dlq, source = stack.require(
         Output.STATE_MACHINE_ARN, Output.FAILURE_DLQ_URL, Output.SOURCE_DLQ_URL, Output.SOURCE_QUEUE_URL
     )
+    asked = request.key
     candidates, scanned, truncated = _inputs(clients.sfn, machine, request.max_executions, request.key_field)
-    key = _key_of(request.key, candidates)
-    matched = [c for c in candidates if request.key in (c.message_id, c.key) or (key is not None and c.key == key)]
+    execution = _asked_execution(clients.sfn, machine, asked, candidates, request.key_field) \
+        if is_execution_arn(asked) else None
+    if execution is not None and execution not in candidates:  # older than the scan: described on its own
+        candidates.append(execution)
+    records = list_failures(
+        clients.sqs,
+        failure_dlq,
+        visibility_timeout=request.visibility_timeout,
+        wait_seconds=request.wait_seconds,
+        key_field=request.key_field,
+    ).records
+    # What names the work besides its key: the id asked, the message an asked execution or record started from.
+    ids = {asked} | {m for m in (execution.message_id if execution else None,) if m}
+    ids |= {r.source_message_id for r in records if asked in r.message_ids and r.source_message_id}
+    key = (execution.key if execution else None) or _key_of(asked, candidates) or next(
+        (r.key for r in records if r.key and (asked == r.key or ids & {r.source_message_id, *r.message_ids})), None)
     result = Trace(
-        request.key,
+        asked,
         key,
         [],
         clients.region,
@@ -171,19 +180,17 @@ def trace(clients: Clients, stack: DeployedStack, request: TraceRequest) -> Trac
         truncated=truncated,
     )
     compensations = frozenset(name for name in stack.outputs.get(COMPENSATIONS_OUTPUT, "").split(",") if name)
-    result.executions = [_traced(clients.sfn, c, compensations) for c in matched]
-    keys = {request.key} | ({key} if key else set())
-    listing = list_failures(
-        clients.sqs,
-        failure_dlq,
-        visibility_timeout=request.visibility_timeout,
-        wait_seconds=request.wait_seconds,
-        key_field=request.key_field,
-    )
-    result.failure_records = [r for r in listing.records if keys & {r.key, r.source_message_id, r.message_id}]
-    result.key = result.key or next((r.key for r in result.failure_records if r.key), None)
-    keys |= {result.key} if result.key else set()
-    result.source_dlq_message_ids = _in_source_dlq(clients.sqs, source_dlq, keys, request)
+    result.executions = [
+        _traced(clients.sfn, c, compensations) for c in candidates
+        if c.arn == asked or c.message_id in ids or c.key == asked or (key is not None and c.key == key)
+    ]
+    keys = ids | ({key} if key else set())
+    result.failure_records = [r for r in records if keys & {r.key, r.source_message_id, *r.message_ids}
+                              or r.execution_arn == asked]
+    found_in_source_dlq = _in_source_dlq(clients.sqs, source_dlq, keys, request)
+    result.source_dlq_message_ids = [message_id for message_id, _ in found_in_source_dlq]
+    result.key = result.key or next((k for _, k in found_in_source_dlq if k == asked), None)
+    result.matched = _matched(asked, execution, result)
     result.message_ids = _unique(
         [e.message_id for e in result.executions if e.message_id]
         + [r.source_message_id for r in result.failure_records if r.source_message_id]
@@ -194,11 +201,47 @@ def trace(clients: Clients, stack: DeployedStack, request: TraceRequest) -> Trac
     if not (result.executions or result.failure_records or result.source_dlq_message_ids):
         bound = f"the newest {scanned} executions" + (" (more exist: raise --max-executions)" if truncated else "")
         raise NotFound(
-            f"nothing found for {request.key!r} in {bound}, the failure DLQ or the source DLQ",
+            f"nothing found for {asked!r} in {bound}, the failure DLQ or the source DLQ",
             f"it may still be in the source queue ({result.source_queue_depth[0]} visible, "
             f"{result.source_queue_depth[1]} in flight), or be older than the executions scanned",
         )
     return result
+
+
+def is_execution_arn(text: str) -> bool:
+    """`arn:<partition>:states:<region>:<account>:execution:<state machine>:<name>`."""
+    parts = text.split(":")
+    return len(parts) == 8 and parts[0] == "arn" and parts[2] == "states" and parts[5] == "execution"
+
+
+def _asked_execution(sfn: SFNClient, machine: str, arn: str, scanned: list[ExecutionSummary],
+                     key_field: str) -> ExecutionSummary:
+    """The execution an ARN names, from the scan or, older than the scan, from DescribeExecution."""
+    if not arn.startswith(machine.replace(":stateMachine:", ":execution:", 1) + ":"):
+        raise NotFound(f"{arn} is not an execution of the stack's state machine {machine}",
+                       "check --stack-name and --region: the ARN names the state machine it ran on")
+    known = next((c for c in scanned if c.arn == arn), None)
+    if known is not None:
+        return known
+    try:
+        described = sfn.describe_execution(executionArn=arn)
+    except ClientError as error:
+        if error_code(error) != "ExecutionDoesNotExist":
+            raise
+        raise NotFound(f"no execution {arn}", "check the ARN: Step Functions knows no such execution") from error
+    message_id, key = input_keys(described.get("input"), key_field)
+    return ExecutionSummary(arn, described["name"], described["status"], described["startDate"],
+                            described.get("stopDate"), described.get("error"), described.get("cause"), message_id, key)
+
+
+def _matched(asked: str, execution: ExecutionSummary | None, result: Trace) -> Match:
+    if execution is not None:
+        return Match.EXECUTION_ARN
+    if asked == result.key:
+        return Match.KEY
+    if any(asked in r.message_ids for r in result.failure_records):
+        return Match.DLQ_MESSAGE_ID
+    return Match.MESSAGE_ID
 
 
 def _inputs(sfn: SFNClient, machine: str, limit: int, key_field: str) -> tuple[list[ExecutionSummary], int, bool]:
@@ -213,7 +256,7 @@ def _inputs(sfn: SFNClient, machine: str, limit: int, key_field: str) -> tuple[l
                 truncated = True
                 break
             described = sfn.describe_execution(executionArn=item["executionArn"])
-            message_id, key = _record_keys(described.get("input"), key_field)
+            message_id, key = input_keys(described.get("input"), key_field)
             found.append(
                 ExecutionSummary(
                     item["executionArn"],
@@ -230,20 +273,6 @@ def _inputs(sfn: SFNClient, machine: str, limit: int, key_field: str) -> tuple[l
         if truncated:
             break
     return found, len(found), truncated
-
-
-def _record_keys(text: str | None, key_field: str) -> tuple[str | None, str | None]:
-    """(messageId, key) of the pipe's first record; None where the input is not what the pipe sends."""
-    try:
-        document = json.loads(text or "null")
-    except ValueError:
-        return None, None
-    record = document[0] if isinstance(document, list) and document else document
-    if not isinstance(record, dict):
-        return None, None
-    message_id = record.get("messageId") if isinstance(record.get("messageId"), str) else None
-    body = record.get("body")
-    return message_id, message_key(body if isinstance(body, str) else None, key_field)
 
 
 def _key_of(asked: str, candidates: list[ExecutionSummary]) -> str | None:
@@ -270,61 +299,10 @@ def _traced(sfn: SFNClient, candidate: ExecutionSummary, compensations: frozense
     return TracedExecution(**summary, visits=visits(events), compensation_states=compensations)
 
 
-def visits(events: list[Any]) -> list[StateVisit]:
-    """The states an execution entered, one after another, each with its task attempts, errors and result."""
-    found: list[StateVisit] = []
-    current: dict[str, Any] | None = None
-
-    def close() -> None:
-        if current is not None:
-            found.append(
-                StateVisit(
-                    current["name"],
-                    current["at"],
-                    current["attempts"],
-                    tuple(current["errors"]),
-                    current["outcome"],
-                    current["output"],
-                )
-            )
-
-    for event in events:
-        kind = event["type"]
-        if kind.endswith("StateEntered"):
-            close()
-            current = {
-                "name": event["stateEnteredEventDetails"]["name"],
-                "at": event.get("timestamp"),
-                "attempts": 0,
-                "errors": [],
-                "outcome": None,
-                "output": None,
-            }
-        elif current is None:
-            continue
-        elif kind == "TaskScheduled":
-            current["attempts"] += 1
-        elif kind in _TASK_END:
-            current["outcome"] = _TASK_END[kind]
-            details: dict[str, Any] = next((v for k, v in event.items() if k.endswith("EventDetails")), {})
-            if kind == "TaskSucceeded":
-                current["output"] = _json(details.get("output"))
-            else:
-                current["errors"].append(details.get("error") or kind)
-    close()
-    return found
-
-
-def _json(text: Any) -> Any:
-    try:
-        return json.loads(text) if isinstance(text, str) else text
-    except ValueError:
-        return text
-
-
-def _in_source_dlq(sqs: SQSClient, url: str, keys: set[str], request: TraceRequest) -> list[str]:
-    """Message ids in the source DLQ whose id or body's key is one of `keys` (read, then made visible again)."""
-    found: list[str] = []
+def _in_source_dlq(sqs: SQSClient, url: str, keys: set[str], request: TraceRequest) -> list[tuple[str, str | None]]:
+    """(message id, key) of the source DLQ's messages whose id or body's key is one of `keys` (read, then made
+    visible again)."""
+    found: list[tuple[str, str | None]] = []
     with HeldMessages(
         sqs, url, visibility_timeout=request.visibility_timeout, wait_seconds=request.wait_seconds
     ) as held:
@@ -332,7 +310,7 @@ def _in_source_dlq(sqs: SQSClient, url: str, keys: set[str], request: TraceReque
             for message in batch:
                 key = message_key(message.get("Body"), request.key_field)
                 if keys & {message["MessageId"], key}:
-                    found.append(message["MessageId"])
+                    found.append((message["MessageId"], key))
     return found
 
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from fire_and_forget.cli.render import cause_message
+from fire_and_forget.cli.render import cause_message, line, prose, room
 from fire_and_forget.cli.report import json_time
-from fire_and_forget.cli.trace import StateVisit, Trace, TracedExecution, Whereabouts
+from fire_and_forget.cli.trace import Match, Trace, TracedExecution, Whereabouts
+from fire_and_forget.cli.trace_history import StateVisit
 
 SCHEMA = "ff-ops/trace/v1"
 _NEXT = {
@@ -73,6 +76,7 @@ def document(stack: str, failure_dlq_url: str, t: Trace) -> dict[str, Any]:
         "stack": stack,
         "keyField": t.key_field,
         "query": t.query,
+        "matched": t.matched.value,
         "key": t.key,
         "messageIds": t.message_ids,
         "where": [
@@ -106,43 +110,59 @@ def document(stack: str, failure_dlq_url: str, t: Trace) -> dict[str, Any]:
     }
 
 
+_MATCHED = {
+    Match.KEY: "the key",
+    Match.MESSAGE_ID: "an SQS message id",
+    Match.DLQ_MESSAGE_ID: "a failure-DLQ message id",
+    Match.EXECUTION_ARN: "an execution ARN",
+}
+
+
 def render(console: Console, failure_dlq_url: str, t: Trace) -> None:
+    """Identifiers, commands and links on lines rich never breaks (render.line); a state table when it fits whole."""
     title = f"{t.key_field} {t.key}" if t.key else f"message {t.query}"
-    console.print(f"[bold]Trace of {title}[/]  (messages: {', '.join(t.message_ids) or '-'})", highlight=False)
+    line(console, ("Trace of ", "bold"), (title, "bold"), f"  (matched {_MATCHED[t.matched]}: ", t.query, ")")
+    line(console, "  messages: ", ", ".join(t.message_ids) or "-")
     console.print("[bold]Where it is now[/]")
     for loc in t.where:
+        line(console, f"  {loc.place.value:<16} {loc.message_id or '-'}  {loc.detail}")
         hint = _NEXT.get(loc.place, "").format(key=t.key or loc.message_id, arn=loc.execution_arn)
-        console.print(
-            f"  {loc.place.value:<16} {loc.message_id or '-'}  {loc.detail}"
-            + (f"\n  {'':<16} next: {hint}" if hint else ""),
-            highlight=False,
-        )
+        if hint:
+            line(console, f"  {'':<16} next: ", hint)
     for e in t.executions:
         _render_execution(console, t.region, e)
     if t.failure_records:
-        console.print(f"Failure DLQ: {queue_url(t.region, failure_dlq_url)}", highlight=False)
+        line(console, "Failure DLQ: ", queue_url(t.region, failure_dlq_url))
     bound = f"Scanned the newest {t.scanned} executions (at most {t.max_executions})"
     console.print(bound + ("; older ones exist and were not read: raise --max-executions." if t.truncated else "."))
 
 
 def _render_execution(console: Console, region: str, e: TracedExecution) -> None:
-    table = Table(title=f"{e.status} {e.name} ({json_time(e.start_date)})", title_justify="left")
-    for column in ("state", "attempts", "errors", "outcome"):
-        table.add_column(column)
-    for v in e.visits:
-        table.add_row(v.name, str(v.attempts) if v.attempts else "-", ", ".join(v.errors) or "-", v.outcome or "-")
-    console.print(table)
+    line(console, (f"{e.status} {e.name}", "bold italic"), f" ({json_time(e.start_date)})")
+    rows = [(v.name, str(v.attempts) if v.attempts else "-", "\n".join(v.errors) or "-", v.outcome or "-")
+            for v in e.visits]
+    headers = ("state", "attempts", "errors", "outcome")
+    widths = [max(cell_len(part) for part in [h, *(p for row in rows for p in row[i].split("\n"))])
+              for i, h in enumerate(headers)]
+    if room(console, widths) >= 0:
+        table = Table()
+        for header, width in zip(headers, widths, strict=True):
+            table.add_column(header, no_wrap=True, width=width)
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))
+        console.print(table)
+    else:  # a state or error name longer than a table can hold: one line per state
+        for name, attempts, errors, outcome in rows:
+            errors_on_one_line = errors.replace("\n", ", ")
+            line(console, "  ", (name, "bold"), f"  attempts {attempts}  {outcome}  errors {errors_on_one_line}")
     if e.error:
-        console.print(f"  error: {e.error}: {cause_message(e.cause) or '-'}", highlight=False)
+        line(console, "  error: ", e.error)
+        prose(console, "cause", cause_message(e.cause) or "-", len("cause"))
     for v in e.compensations:
-        console.print(
-            f"  compensation {v.name}: {v.outcome}" + (f" ({', '.join(v.errors)})" if v.errors else ""), highlight=False
-        )
+        line(console, f"  compensation {v.name}: {v.outcome}" + (f" ({', '.join(v.errors)})" if v.errors else ""))
     for v in e.alerts:
         sent = _alert(v)["snsMessageId"]
-        console.print(
-            f"  alert published by {v.name}: {v.outcome}" + (f", SNS message {sent}" if sent else ""), highlight=False
-        )
+        line(console, f"  alert published by {v.name}: {v.outcome}" + (f", SNS message {sent}" if sent else ""))
     if e.duplicate:
         console.print("  a duplicate delivery: this execution changed nothing", highlight=False)
-    console.print(f"  console: {execution_url(region, e.arn)}", highlight=False)
+    line(console, "  console: ", execution_url(region, e.arn))

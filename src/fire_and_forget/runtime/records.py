@@ -151,6 +151,20 @@ def message_key(body: str | None, key_field: str) -> str | None:
     return value if isinstance(value, str) else str(value) if isinstance(value, int) else None
 
 
+def input_keys(text: str | None, key_field: str) -> tuple[str | None, str | None]:
+    """(messageId, key) of the SQS record an execution started from: its input is the pipe's batch, a JSON array of
+    one record (or the record itself); None where the input is not what the pipe sends."""
+    try:
+        document = json.loads(text or "null")
+    except ValueError:
+        return None, None
+    record = document[0] if isinstance(document, list) and document else document
+    if not isinstance(record, dict):
+        return None, None
+    body = record.get("body")
+    return _str(record.get("messageId")), message_key(body if isinstance(body, str) else None, key_field)
+
+
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -197,15 +211,18 @@ class Selection:
     errors: frozenset[str] = frozenset()
     since: datetime | None = None
     until: datetime | None = None
+    states: frozenset[str] = frozenset()  # the state each record failed in
 
     @property
     def is_everything(self) -> bool:
-        return not (self.keys or self.errors or self.since or self.until)
+        return not (self.keys or self.errors or self.since or self.until or self.states)
 
     def matches(self, record: FailureRecord) -> bool:
         if self.keys and record.key not in self.keys:
             return False
         if self.errors and record.error not in self.errors:
+            return False
+        if self.states and record.failed_state not in self.states:
             return False
         if self.since and (record.failed_at is None or record.failed_at < self.since):
             return False
