@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from demos.orders.report import trend_page
-from fire_and_forget.cli import TrendRun, trend_page as page_of
+from fire_and_forget.cli import TrendRun
+from fire_and_forget.cli import trend_page as page_of
 from fire_and_forget.cli.trend_axis import axis
 from tests.support import trend_html
 from tests.support.chromium import chromium
