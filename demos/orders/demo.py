@@ -45,6 +45,8 @@ app = typer.Typer(add_completion=False, help=__doc__)
 CATALOG_STACK_NAME = catalog_stack_name(STACK_NAME)
 DEFAULT_REPORT = Path("demo-report.json")
 CATALOG_REPORT = Path("demo-catalog-report.json")
+# Failure-DLQ records the report shows: the first by order id, so that the same seed shows the same ones.
+SAMPLE_SIZE = 5
 # Off a terminal (CI, a pipe to a file) the progress bar is off: a line this often says the demo is still working.
 PROGRESS_LINE_SECONDS = 5.0
 
@@ -309,11 +311,11 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
         "messages_in": len(bodies),
         "outcomes": dict(outcomes),
         "errors": dict(Counter(f.error for f in ledger.fates.values() if f.error)),
-        "failure_dlq_sample": [
-            {"orderId": _order_id(f["record"]["body"]), "error": f["failure"]["error"],
-             "failedState": f["failure"]["state"], "manualRepair": f["manualRepair"]}
-            for f in failures[:5]
-        ],
+        "failure_dlq_sample": sorted(
+            ({"orderId": _order_id(f["record"]["body"]), "error": f["failure"]["error"],
+              "failedState": f["failure"]["state"], "manualRepair": f["manualRepair"]} for f in failures),
+            key=lambda entry: (str(entry["orderId"]), entry["error"], entry["failedState"]),
+        )[:SAMPLE_SIZE],
         "notifications": {"count": len(notifications),
                           "subjects": [s or t.splitlines()[0] for s, t in notifications[:5]],
                           "by_subject": dict(Counter(s or t.splitlines()[0] for s, t in notifications).most_common())},

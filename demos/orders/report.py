@@ -61,7 +61,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
     console.print(_counts("Where every message ended", "outcome", result["outcomes"]))
     console.print(_counts("Failures by error", "error", result["errors"]))
 
-    sample = Table(title="First failure-DLQ entries",
+    sample = Table(title="Failure-DLQ entries, the first by orderId",
                    caption="orderId (not JSON): the body is not JSON; (none): no orderId; (not an object): JSON "
                            "but not an object; a long id is cut. The demo sends these malformed orders on purpose: "
                            "each must end as InvalidOrder.")

@@ -1,7 +1,8 @@
 """The practice account: the demo's deployment on a local endpoint, driven by `ff-ops` in another process.
 
 The ff-ops commands run as subprocesses with only the environment the practice account prints, as an operator's
-shell would run them. Their output is written to docs/transcripts/, which README.md and docs/operator-cli.md quote.
+shell would run them. Their output is compared with docs/transcripts/, which README.md and docs/operator-cli.md quote
+(tests/support/transcripts.py; FF_UPDATE_TRANSCRIPTS=1 rewrites them).
 """
 
 from __future__ import annotations
@@ -28,26 +29,11 @@ from demos.orders.practice import PracticeAccount, instructions, practice_accoun
 from demos.orders.samples import OUT_OF_STOCK_SKU, OrderKind, make_order
 from fire_and_forget.rehearsal.practice_gateway import REDRIVE_UNSUPPORTED
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from tests.support import transcripts
 
 ROOT = Path(__file__).resolve().parents[2]
-TRANSCRIPTS = ROOT / "docs" / "transcripts"
 # Seed 5 with 24 orders: three OutOfStock orders, two malformed ones, the rest valid, declined or unserved.
 ORDERS, SEED = 24, 5
-# What changes from run to run without meaning anything: times, ids, ages, durations.
-_VOLATILE = [
-    (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?Z?"), "<time>"),
-    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
-    (re.compile(r"pipe-[0-9a-f]{32}"), "pipe-<id>"),
-    (re.compile(r"(Table[0-9A-F]{8})-[0-9A-Z]{12}"), r"\1-<suffix>"),  # CloudFormation's physical-name suffix
-    (re.compile(r"│\s*\d+\s*│(?=\s*$)", flags=re.M), "│ <age> │"),  # the last column: an age in seconds
-]
-
-
-def normalized(text: str) -> str:
-    """The text without its volatile parts, lines sorted: executions end, and are listed, in any order."""
-    for pattern, replacement in _VOLATILE:
-        text = pattern.sub(replacement, text)
-    return "\n".join(sorted(line.rstrip() for line in text.strip().splitlines()))
 
 
 @pytest.fixture(scope="module")
@@ -81,15 +67,9 @@ def run(account: PracticeAccount, *command: str) -> subprocess.CompletedProcess[
     )
 
 
-def transcript(name: str, steps: list[tuple[str, subprocess.CompletedProcess[str]]]) -> str:
-    """Write docs/transcripts/<name>.txt, unless only volatile parts changed; returns the text."""
-    text = "\n\n".join(f"$ {command}\n{result.stdout.rstrip()}" for command, result in steps)
-    text = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
-    path = TRANSCRIPTS / f"{name}.txt"
-    if not path.exists() or normalized(path.read_text(encoding="utf-8")) != normalized(text):
-        TRANSCRIPTS.mkdir(exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return text
+def transcript(name: str, steps: list[tuple[str, subprocess.CompletedProcess[str]]]) -> None:
+    """These steps' output against docs/transcripts/<name>.txt (tests/support/transcripts.py)."""
+    transcripts.check(name, transcripts.as_transcript([(command, result.stdout) for command, result in steps]))
 
 
 def _orders_in(account: PracticeAccount, status: str) -> set[str]:
@@ -195,21 +175,6 @@ def test_executions_redrive_says_the_practice_account_cannot(practice: PracticeA
     (outcome,) = json.loads(result.stdout)["items"]
     assert outcome["verdict"] == "redrive-failed"
     assert "PracticeAccountUnsupported" in outcome["reason"] and REDRIVE_UNSUPPORTED[:40] in outcome["reason"]
-
-
-def _quoted_blocks(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
-    return [block for block in re.findall(r"```text\n(.*?)```", text, flags=re.S) if block.startswith("$ ff-")]
-
-
-@pytest.mark.parametrize("document", ["README.md", "docs/operator-cli.md"])
-def test_quoted_transcripts_are_the_practice_transcripts(document: str) -> None:
-    """Every ff-ops transcript a document quotes is one written by the tests above (volatile parts aside)."""
-    written = {normalized(p.read_text(encoding="utf-8")) for p in TRANSCRIPTS.glob("practice-*.txt")}
-    quoted = _quoted_blocks(ROOT / document)
-    assert quoted, f"{document} quotes no ff-ops transcript"
-    for block in quoted:
-        assert normalized(block) in written, f"{document} quotes a transcript no test wrote:\n{block[:300]}"
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
