@@ -27,8 +27,12 @@ from rich.console import Console
 from demos.orders.demo import quiet_logs, run_demo
 from demos.orders.practice import PracticeAccount, instructions, practice_account
 from demos.orders.samples import OUT_OF_STOCK_SKU, OrderKind, make_order
+from fire_and_forget.rehearsal.deployment import ACCOUNT
+from fire_and_forget.rehearsal.execution_events import status_change_event
 from fire_and_forget.rehearsal.practice_gateway import REDRIVE_UNSUPPORTED
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.runtime.records import message_key
+from tests.demo import runbook
 from tests.support import transcripts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +90,10 @@ def test_instructions_name_everything_ff_ops_needs(practice: PracticeAccount) ->
     assert f"AWS_ENDPOINT_URL={practice.endpoint}" in exports
     for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
         assert f"{variable}=" in exports
+    # and every program it suggests is one `make install` put in place (no uv on PATH needed)
+    suggested = [line.split()[0] for line in instructions(practice) if line.startswith("  .venv/")]
+    assert suggested and all((ROOT / program).exists() for program in suggested)
+    assert not any("uv run" in line for line in instructions(practice))
 
 
 def test_a_failure_redriven_after_restock_ends_succeeded(practice: PracticeAccount) -> None:
@@ -175,6 +183,55 @@ def test_executions_redrive_says_the_practice_account_cannot(practice: PracticeA
     (outcome,) = json.loads(result.stdout)["items"]
     assert outcome["verdict"] == "redrive-failed"
     assert "PracticeAccountUnsupported" in outcome["reason"] and REDRIVE_UNSUPPORTED[:40] in outcome["reason"]
+
+
+def _placeholder(account: PracticeAccount, name: str) -> str:
+    """A value for the runbook's ORDER_ID, ERROR or EXECUTION_ARN, from the account as it is now."""
+    if name == "EXECUTION_ARN":
+        return next(e.arn for e in account.aws.executions() if e.status == "FAILED")
+    for message in account.aws.messages("FailureDlqUrl"):  # a record with a key: an order the runbook can name
+        record = json.loads(message["Body"])
+        order_id = message_key(record["record"]["body"], "orderId")
+        if order_id:
+            return order_id if name == "ORDER_ID" else str(record["failure"]["error"])
+    raise AssertionError(f"no failure record in the practice account to fill {name}")
+
+
+def test_every_runbook_command_runs_against_the_practice_account(
+    practice: PracticeAccount, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/runbook.md from top to bottom, each command as it is written (tests/demo/runbook.py), in this process."""
+    # Given the demo's failures, and in each DLQ of the alerting path and the healers an event to handle
+    aws = practice.aws
+    failed = aws.sfn.describe_execution(executionArn=next(e.arn for e in aws.executions() if e.status == "FAILED"))
+    event = json.dumps(status_change_event(failed, ACCOUNT, aws.region), default=str)
+    dlqs = ("EventTargetDlqUrl", "ReconcilerDlqUrl", "ScheduleDlqUrl")
+    for output in dlqs:
+        aws.sqs.send_message(QueueUrl=aws.outputs[output], MessageBody=event)
+    monkeypatch.chdir(tmp_path)
+    shell = runbook.Shell(practice.environment, tmp_path, lambda name: _placeholder(practice, name))
+    # When an operator runs every command of the runbook, in order
+    for command in runbook.commands(runbook.RUNBOOK.read_text(encoding="utf-8")):
+        if shell.run(command):
+            practice.settle()  # what the command sent back runs, and is recorded, before the next one looks
+    # Then each one did what the runbook says (exit 0), but where the practice account refuses RedriveExecution (8)
+    wrong = []
+    for outcome in shell.outcomes:
+        refused = outcome.exit_code == 8 and "PracticeAccountUnsupported" in outcome.output
+        if outcome.exit_code != 0 and not (refused and outcome.ran.startswith("ff-ops executions redrive")):
+            wrong.append(f"runbook line {outcome.command.line} ({outcome.command.section}): {outcome.ran} -> exit "
+                         f"{outcome.exit_code}\n{outcome.output[-600:]}")
+    assert wrong == [], "\n".join(wrong)
+    assert len(shell.outcomes) >= 40
+    # The variables of "Before you start" hold the stack's outputs
+    assert shell.variables["SM_ARN"] == aws.outputs["StateMachineArn"]
+    assert shell.variables["RECONCILER_DLQ"] == aws.outputs["ReconcilerDlqUrl"]
+    # The events the runbook says to delete once handled are gone, the discarded order is in its log
+    assert all(aws.messages(output) == [] for output in dlqs)
+    assert json.loads((tmp_path / "discarded.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert practice.pump_errors == []
+    # make smoke runs the command the runbook gives next to it
+    assert "python -m demos.orders.cli_smoke" in (ROOT / "Makefile").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
