@@ -128,6 +128,14 @@ practice: synth ## the demo, then its account kept alive on 127.0.0.1:4566 for f
 ops: install ## run ff-ops from the venv: make ops ARGS="failures list" (or call .venv/bin/ff-ops directly)
 	$(RUN) ff-ops $(ARGS)
 
+# The transcripts README.md and docs/ quote, written anew from the runs that produce them (docs/testing.md, "Quoted
+# transcripts"); review the diff before committing it.
+TRANSCRIPT_TESTS := tests/demo/test_demo.py::test_the_demo_accounts_for_every_message tests/demo/test_practice.py tests/docs
+
+.PHONY: transcripts
+transcripts: install ## rewrite the quoted transcripts from the runs that print them (FF_UPDATE_TRANSCRIPTS=1)
+	FF_UPDATE_TRANSCRIPTS=1 $(RUN) pytest -p no:xdist -q $(TRANSCRIPT_TESTS)
+
 .PHONY: explore
 explore: install ## the interleaving explorer at its large bound: two faults per run (EXPLORE_FAULTS=2), three attempts of one order
 	$(RUN) pytest -p no:xdist -q -s tests/handlers/explore_large.py

@@ -4,7 +4,7 @@ Each run is a fresh process, wall time from spawn to exit; the cases are interle
 busy machine hits all of them alike, and each case runs once untimed first (bytecode cache warm, as an installed
 package has it). The budget is 0.5 s for both commands.
 
-    uv run python bench/cli_startup.py --runs 15
+    .venv/bin/python bench/cli_startup.py --runs 15
 """
 
 from __future__ import annotations

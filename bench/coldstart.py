@@ -7,7 +7,7 @@ alike. The bytecode cache lives in a temporary PYTHONPYCACHEPREFIX, warmed once 
 deployed asset would ship it. LAMBDA_TASK_ROOT and the function's environment are set, so Powertools and X-Ray take
 their Lambda code paths.
 
-    uv run python bench/coldstart.py --runs 20 [--max-ratio 1.5]
+    .venv/bin/python bench/coldstart.py --runs 20 [--max-ratio 1.5]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`make bench`: measure transitions, cost, cold starts, synth, throughput and the AWS ceiling in one run.
 
-    uv run python bench/run.py [--skip-suite] [--out docs/performance.md]
+    .venv/bin/python bench/run.py [--skip-suite] [--out docs/performance.md]
 
 Writes docs/performance.md from this run's numbers only. Needs `make synth` (cdk.out/) first.
 """

@@ -38,6 +38,7 @@ from fire_and_forget.rehearsal import (
     per_million,
     usage_of_execution,
 )
+from fire_and_forget.runtime.records import message_key
 from fire_and_forget.runtime.tail import DUPLICATE_ENDS
 from stacks.names import catalog_stack_name
 
@@ -45,6 +46,8 @@ app = typer.Typer(add_completion=False, help=__doc__)
 CATALOG_STACK_NAME = catalog_stack_name(STACK_NAME)
 DEFAULT_REPORT = Path("demo-report.json")
 CATALOG_REPORT = Path("demo-catalog-report.json")
+# Failure-DLQ records the report shows: the first by order id, so that the same seed shows the same ones.
+SAMPLE_SIZE = 5
 # Off a terminal (CI, a pipe to a file) the progress bar is off: a line this often says the demo is still working.
 PROGRESS_LINE_SECONDS = 5.0
 
@@ -313,11 +316,11 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
         "messages_in": len(bodies),
         "outcomes": dict(outcomes),
         "errors": dict(Counter(f.error for f in ledger.fates.values() if f.error)),
-        "failure_dlq_sample": [
-            {"orderId": _order_id(f["record"]["body"]), "error": f["failure"]["error"],
-             "failedState": f["failure"]["state"], "manualRepair": f["manualRepair"]}
-            for f in failures[:5]
-        ],
+        "failure_dlq_sample": sorted(
+            ({"orderId": _order_id(f["record"]["body"]), "error": f["failure"]["error"],
+              "failedState": f["failure"]["state"], "manualRepair": f["manualRepair"]} for f in failures),
+            key=lambda entry: (str(entry["orderId"]), entry["error"], entry["failedState"]),
+        )[:SAMPLE_SIZE],
         "notifications": {"count": len(notifications),
                           "subjects": [s or t.splitlines()[0] for s, t in notifications[:5]],
                           "by_subject": dict(Counter(s or t.splitlines()[0] for s, t in notifications).most_common())},
@@ -345,23 +348,22 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
 
 
 def timeline(executions: Iterable[Any], failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each execution: seconds after the first start, final status, and for an unsuccessful one the error and the
-    step that failed (from its failure record when HandleFailure wrote one, else from the execution)."""
+    """Each execution: its start (ISO 8601, UTC), final status, the order it works for (orderId, else the caller's
+    message id), whether it ended as a duplicate delivery, and for an unsuccessful one the error and the step that
+    failed (from its failure record when HandleFailure wrote one, else from the execution)."""
     recorded = {f["record"].get("messageId"): f["failure"] for f in failures if isinstance(f.get("record"), dict)}
-    runs = sorted(executions, key=lambda e: e.history[0]["timestamp"] if e.history else 0)
-    if not runs or not runs[0].history:
-        return []
-    first = runs[0].history[0]["timestamp"]
     rows = []
-    for e in runs:
+    for e in sorted((e for e in executions if e.history), key=lambda e: e.history[0]["timestamp"]):
         error, step = None, None
         if e.status != "SUCCEEDED":
             failure = recorded.get(e.message_id) if e.error == "FailureRecorded" else None
             error = failure["error"] if failure else (e.error or e.status)
             step = failure["state"] if failure else _last_task(e.states)
-        started = e.history[0]["timestamp"] if e.history else first
-        rows.append({"t": round((started - first).total_seconds(), 3), "status": e.status, "error": error,
-                     "step": step, "messageId": e.message_id})
+        record = e.input[0] if isinstance(e.input, list) and e.input and isinstance(e.input[0], dict) else {}
+        body = record.get("body") if isinstance(record.get("body"), str) else None
+        rows.append({"start": e.history[0]["timestamp"].isoformat(), "status": e.status, "error": error, "step": step,
+                     "messageId": e.message_id, "order": message_key(body, "orderId") or caller_of(e),
+                     "duplicate": bool(e.states) and e.states[-1] in DUPLICATE_ENDS})
     return rows
 
 

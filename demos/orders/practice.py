@@ -110,11 +110,12 @@ def instructions(account: PracticeAccount) -> list[str]:
         f"Practice account: {account.endpoint} (stack {STACK_NAME}, region {account.aws.region}). "
         "The demo's injected faults are over. In another shell:",
         f"  export {exports}",
-        "  .venv/bin/ff-ops status                       # or: uv run ff-ops status",
+        "  .venv/bin/ff-ops status                       # or: make ops ARGS=status",
         "  .venv/bin/ff-ops failures list",
         "  .venv/bin/python -m demos.orders.practice restock SKU-SOLD-OUT  # the fix for OutOfStock (runbook R1)",
         "  .venv/bin/ff-ops failures redrive --error OutOfStock",
-        "Every procedure of docs/runbook.md works here, except RedriveExecution (moto has none: R3 says what to do).",
+        "Every procedure of docs/runbook.md works here, the aws CLI's too (it reads AWS_ENDPOINT_URL), except "
+        "RedriveExecution (moto has none: R3 says what to do) and the CloudWatch alarms (none here).",
         "Ctrl-C stops the account; nothing is kept.",
     ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fire_and_forget.cli import TrendRun, TrendTable, trend_window
 from fire_and_forget.cli import trend_page as trend_page_of
 from fire_and_forget.rehearsal import LAMBDA_BILLED_MS, PRICES, PRICES_READ_ON, REGION
 
@@ -59,7 +61,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
     console.print(_counts("Where every message ended", "outcome", result["outcomes"]))
     console.print(_counts("Failures by error", "error", result["errors"]))
 
-    sample = Table(title="First failure-DLQ entries",
+    sample = Table(title="Failure-DLQ entries, the first by orderId",
                    caption="orderId (not JSON): the body is not JSON; (none): no orderId; (not an object): JSON "
                            "but not an object; a long id is cut. The demo sends these malformed orders on purpose: "
                            "each must end as InvalidOrder.")
@@ -127,7 +129,8 @@ def next_steps(console: Console, result: dict[str, Any], report: Path, *, practi
 
 
 def trend_page(result: dict[str, Any]) -> str:
-    """The failure-trend page of one demo report (demo.py summarize), drawn by ff-ops's page."""
+    """The failure-trend page of one demo report (demo.py summarize), drawn by ff-ops's page, with the demo's own
+    tables of messages after the page's tables of orders and executions."""
     c = result["conservation"]
     verdict = "BALANCED" if c["balanced"] and not c["saga_violations"] else "NOT BALANCED"
     opts = result["options"]
@@ -136,10 +139,14 @@ def trend_page(result: dict[str, Any]) -> str:
     )
     summary = (f"Conservation: {c['in']} in = {c['accounted']} accounted for, lost {c['lost']}: "
                f"<strong>{verdict}</strong>.")
-    return trend_page_of(
-        title,
-        summary,
-        result.get("timeline", []),
-        sorted(result["outcomes"].items(), key=lambda item: -item[1]),
-        sorted(result["errors"].items(), key=lambda item: -item[1]),
-    )
+    runs = [TrendRun(datetime.fromisoformat(row["start"]), row["status"], row["error"], row["step"], row["order"],
+                row["duplicate"]) for row in result.get("timeline", [])]
+    messages = [
+        TrendTable("messages", "Where every message ended", "outcome", "messages",
+              sorted(result["outcomes"].items(), key=lambda item: -item[1]),
+              "Each message the callers sent, once, where the demo's accounting found it."),
+        TrendTable("message-errors", "Failed messages by error", "error", "messages",
+              sorted(result["errors"].items(), key=lambda item: -item[1])),
+    ]
+    return trend_page_of(title, summary, runs, trend_window(runs, datetime.now(UTC)), key_field="orderId",
+                         tables=messages)

@@ -14,16 +14,24 @@ from typer.testing import CliRunner
 
 from demos.orders import demo
 from fire_and_forget.rehearsal.accounting import Ledger, MessageFate, Place
+from tests.support import transcripts
+
+# README.md quotes the chaos run's output as this command prints it (the report where `make demo` writes it).
+QUOTED_COMMAND = ".venv/bin/python -m demos.orders.demo --orders 40 --seed 3 --chaos"
 
 
 @pytest.mark.parametrize(("orders", "chaos"), [(16, False), (40, True)])
 def test_the_demo_accounts_for_every_message(cloud_assembly: Path, tmp_path: Path, orders: int,
-                                             chaos: bool) -> None:
-    report = tmp_path / "report.json"
-    args = ["--orders", str(orders), "--seed", "3", "--assembly", str(cloud_assembly), "--report", str(report)]
+                                             chaos: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the report where the demo writes it by default, under its default name
+    report = Path("demo-report.json")
+    args = ["--orders", str(orders), "--seed", "3", "--assembly", str(cloud_assembly)]
     result = CliRunner().invoke(demo.app, [*args, "--chaos"] if chaos else args)
 
     assert result.exit_code == 0, result.output
+    if chaos:  # README.md's transcript of the demo is this run's output
+        assert QUOTED_COMMAND.split()[3:] == [*args[:4], "--chaos"]
+        transcripts.check("demo", transcripts.as_transcript([(QUOTED_COMMAND, result.output)]))
     data = json.loads(report.read_text(encoding="utf-8"))
     conservation = data["conservation"]
     assert conservation["balanced"] is True and conservation["saga_violations"] == []

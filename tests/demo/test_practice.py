@@ -1,7 +1,8 @@
 """The practice account: the demo's deployment on a local endpoint, driven by `ff-ops` in another process.
 
 The ff-ops commands run as subprocesses with only the environment the practice account prints, as an operator's
-shell would run them. Their output is written to docs/transcripts/, which README.md and docs/operator-cli.md quote.
+shell would run them. Their output is compared with docs/transcripts/, which README.md and docs/operator-cli.md quote
+(tests/support/transcripts.py; FF_UPDATE_TRANSCRIPTS=1 rewrites them).
 """
 
 from __future__ import annotations
@@ -26,28 +27,17 @@ from rich.console import Console
 from demos.orders.demo import quiet_logs, run_demo
 from demos.orders.practice import PracticeAccount, instructions, practice_account
 from demos.orders.samples import OUT_OF_STOCK_SKU, OrderKind, make_order
+from fire_and_forget.rehearsal.deployment import ACCOUNT
+from fire_and_forget.rehearsal.execution_events import status_change_event
 from fire_and_forget.rehearsal.practice_gateway import REDRIVE_UNSUPPORTED
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.runtime.records import message_key
+from tests.demo import runbook
+from tests.support import transcripts
 
 ROOT = Path(__file__).resolve().parents[2]
-TRANSCRIPTS = ROOT / "docs" / "transcripts"
 # Seed 5 with 24 orders: three OutOfStock orders, two malformed ones, the rest valid, declined or unserved.
 ORDERS, SEED = 24, 5
-# What changes from run to run without meaning anything: times, ids, ages, durations.
-_VOLATILE = [
-    (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?Z?"), "<time>"),
-    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
-    (re.compile(r"pipe-[0-9a-f]{32}"), "pipe-<id>"),
-    (re.compile(r"(Table[0-9A-F]{8})-[0-9A-Z]{12}"), r"\1-<suffix>"),  # CloudFormation's physical-name suffix
-    (re.compile(r"│\s*\d+\s*│(?=\s*$)", flags=re.M), "│ <age> │"),  # the last column: an age in seconds
-]
-
-
-def normalized(text: str) -> str:
-    """The text without its volatile parts, lines sorted: executions end, and are listed, in any order."""
-    for pattern, replacement in _VOLATILE:
-        text = pattern.sub(replacement, text)
-    return "\n".join(sorted(line.rstrip() for line in text.strip().splitlines()))
 
 
 @pytest.fixture(scope="module")
@@ -81,15 +71,9 @@ def run(account: PracticeAccount, *command: str) -> subprocess.CompletedProcess[
     )
 
 
-def transcript(name: str, steps: list[tuple[str, subprocess.CompletedProcess[str]]]) -> str:
-    """Write docs/transcripts/<name>.txt, unless only volatile parts changed; returns the text."""
-    text = "\n\n".join(f"$ {command}\n{result.stdout.rstrip()}" for command, result in steps)
-    text = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
-    path = TRANSCRIPTS / f"{name}.txt"
-    if not path.exists() or normalized(path.read_text(encoding="utf-8")) != normalized(text):
-        TRANSCRIPTS.mkdir(exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return text
+def transcript(name: str, steps: list[tuple[str, subprocess.CompletedProcess[str]]]) -> None:
+    """These steps' output against docs/transcripts/<name>.txt (tests/support/transcripts.py)."""
+    transcripts.check(name, transcripts.as_transcript([(command, result.stdout) for command, result in steps]))
 
 
 def _orders_in(account: PracticeAccount, status: str) -> set[str]:
@@ -106,6 +90,10 @@ def test_instructions_name_everything_ff_ops_needs(practice: PracticeAccount) ->
     assert f"AWS_ENDPOINT_URL={practice.endpoint}" in exports
     for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
         assert f"{variable}=" in exports
+    # and every program it suggests is one `make install` put in place (no uv on PATH needed)
+    suggested = [line.split()[0] for line in instructions(practice) if line.startswith("  .venv/")]
+    assert suggested and all((ROOT / program).exists() for program in suggested)
+    assert not any("uv run" in line for line in instructions(practice))
 
 
 def test_a_failure_redriven_after_restock_ends_succeeded(practice: PracticeAccount) -> None:
@@ -198,19 +186,53 @@ def test_executions_redrive_says_the_practice_account_cannot(practice: PracticeA
     assert "PracticeAccountUnsupported" in outcome["reason"] and REDRIVE_UNSUPPORTED[:40] in outcome["reason"]
 
 
-def _quoted_blocks(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
-    return [block for block in re.findall(r"```text\n(.*?)```", text, flags=re.S) if block.startswith("$ ff-")]
+def _placeholder(account: PracticeAccount, name: str) -> str:
+    """A value for the runbook's ORDER_ID, ERROR or EXECUTION_ARN, from the account as it is now."""
+    if name == "EXECUTION_ARN":
+        return next(e.arn for e in account.aws.executions() if e.status == "FAILED")
+    for message in account.aws.messages("FailureDlqUrl"):  # a record with a key: an order the runbook can name
+        record = json.loads(message["Body"])
+        order_id = message_key(record["record"]["body"], "orderId")
+        if order_id:
+            return order_id if name == "ORDER_ID" else str(record["failure"]["error"])
+    raise AssertionError(f"no failure record in the practice account to fill {name}")
 
 
-@pytest.mark.parametrize("document", ["README.md", "docs/operator-cli.md"])
-def test_quoted_transcripts_are_the_practice_transcripts(document: str) -> None:
-    """Every ff-ops transcript a document quotes is one written by the tests above (volatile parts aside)."""
-    written = {normalized(p.read_text(encoding="utf-8")) for p in TRANSCRIPTS.glob("practice-*.txt")}
-    quoted = _quoted_blocks(ROOT / document)
-    assert quoted, f"{document} quotes no ff-ops transcript"
-    for block in quoted:
-        assert normalized(block) in written, f"{document} quotes a transcript no test wrote:\n{block[:300]}"
+def test_every_runbook_command_runs_against_the_practice_account(
+    practice: PracticeAccount, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/runbook.md from top to bottom, each command as it is written (tests/demo/runbook.py), in this process."""
+    # Given the demo's failures, and in each DLQ of the alerting path and the healers an event to handle
+    aws = practice.aws
+    failed = aws.sfn.describe_execution(executionArn=next(e.arn for e in aws.executions() if e.status == "FAILED"))
+    event = json.dumps(status_change_event(failed, ACCOUNT, aws.region), default=str)
+    dlqs = ("EventTargetDlqUrl", "ReconcilerDlqUrl", "ScheduleDlqUrl")
+    for output in dlqs:
+        aws.sqs.send_message(QueueUrl=aws.outputs[output], MessageBody=event)
+    monkeypatch.chdir(tmp_path)
+    shell = runbook.Shell(practice.environment, tmp_path, lambda name: _placeholder(practice, name))
+    # When an operator runs every command of the runbook, in order
+    for command in runbook.commands(runbook.RUNBOOK.read_text(encoding="utf-8")):
+        if shell.run(command):
+            practice.settle()  # what the command sent back runs, and is recorded, before the next one looks
+    # Then each one did what the runbook says (exit 0), but where the practice account refuses RedriveExecution (8)
+    wrong = []
+    for outcome in shell.outcomes:
+        refused = outcome.exit_code == 8 and "PracticeAccountUnsupported" in outcome.output
+        if outcome.exit_code != 0 and not (refused and outcome.ran.startswith("ff-ops executions redrive")):
+            wrong.append(f"runbook line {outcome.command.line} ({outcome.command.section}): {outcome.ran} -> exit "
+                         f"{outcome.exit_code}\n{outcome.output[-600:]}")
+    assert wrong == [], "\n".join(wrong)
+    assert len(shell.outcomes) >= 40
+    # The variables of "Before you start" hold the stack's outputs
+    assert shell.variables["SM_ARN"] == aws.outputs["StateMachineArn"]
+    assert shell.variables["RECONCILER_DLQ"] == aws.outputs["ReconcilerDlqUrl"]
+    # The events the runbook says to delete once handled are gone, the discarded order is in its log
+    assert all(aws.messages(output) == [] for output in dlqs)
+    assert json.loads((tmp_path / "discarded.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert practice.pump_errors == []
+    # make smoke runs the command the runbook gives next to it
+    assert "python -m demos.orders.cli_smoke" in (ROOT / "Makefile").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])

@@ -10,13 +10,16 @@ from fire_and_forget.cli.aws import Clients
 from fire_and_forget.cli.cli_common import AsJson, Profile, Region, run
 from fire_and_forget.cli.errors import ExitCode, UsageError
 from fire_and_forget.cli.stack import DeployedStack
+from fire_and_forget.cli.trend_page import Run as TrendRun
+from fire_and_forget.cli.trend_page import Table as TrendTable
 from fire_and_forget.cli.trend_page import page as trend_page
+from fire_and_forget.cli.trend_page import runs_window as trend_window
 
 if TYPE_CHECKING:
     from fire_and_forget.cli.aws import RETRIES
 
-__all__ = ["RETRIES", "AsJson", "Clients", "DeployedStack", "ExitCode", "Profile", "Region", "UsageError", "run",
-           "trend_page"]
+__all__ = ["RETRIES", "AsJson", "Clients", "DeployedStack", "ExitCode", "Profile", "Region", "TrendRun", "TrendTable",
+           "UsageError", "run", "trend_page", "trend_window"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,10 +1,13 @@
 """`report --html`: the failure-trend page of a deployed stack, read from AWS, changing nothing.
 
 ListExecutions of the workflow (newest first, back to `since`, at most `max_executions`) gives each execution's status
-and start. An execution HandleFailure recorded ends with `FailureRecorded`: its real error and the step that failed are
-in its failure-DLQ record (read, then made visible again, as `failures list` does). Any other unsuccessful execution
-(timed out, aborted, failed outside HandleFailure, or recorded and since redriven) has its history read once: the
-first Task that failed names the error and the step, else DescribeExecution's error and the last state entered.
+and start; DescribeExecution of each gives its input, the pipe's SQS record, whose body's key field (the stack's
+MessageKeyField) groups the executions of one order (the message id where the body has none). An execution
+HandleFailure recorded ends with `FailureRecorded`: its real error and the step that failed are in its failure-DLQ
+record (read, then made visible again, as `failures list` does). Any other unsuccessful execution (timed out, aborted,
+failed outside HandleFailure, or recorded and since redriven) has its history read once: the first Task that failed
+names the error and the step, else DescribeExecution's error and the last state entered. A SUCCEEDED execution of an
+order that ran more than once has its history read too: one that ended as a duplicate delivery decides nothing.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fire_and_forget.cli.failures import list_failures
-from fire_and_forget.cli.trace import RECORDED_ERROR, visits
-from fire_and_forget.cli.trend_page import page
+from fire_and_forget.cli.trace import RECORDED_ERROR, _record_keys, visits
+from fire_and_forget.cli.trend_page import Orders, Run, final_outcomes, page
 from fire_and_forget.runtime.outputs import Output
+from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD
+from fire_and_forget.runtime.tail import DUPLICATE_ENDS
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
@@ -34,46 +39,57 @@ class TrendReport:
 
     stack: str
     since: datetime
-    timeline: list[dict[str, Any]]
+    until: datetime  # when the report was made: the window's end
+    runs: list[Run]
     truncated: bool  # more executions started in the window than `max_executions`
+    key_field: str = DEFAULT_KEY_FIELD
 
     @property
     def outcomes(self) -> list[tuple[str, int]]:
-        return Counter(e["status"] for e in self.timeline).most_common()
+        """Executions by final status."""
+        return Counter(r.status for r in self.runs).most_common()
 
     @property
     def errors(self) -> list[tuple[str, int]]:
-        failed = [e["error"] or e["status"] for e in self.timeline if e["status"] != "SUCCEEDED"]
-        return Counter(failed).most_common()
+        """Unsuccessful executions by error."""
+        return Counter(r.error or r.status for r in self.runs if r.unsuccessful).most_common()
+
+    @property
+    def orders(self) -> Orders:
+        return final_outcomes(self.runs)
 
     def html(self) -> str:
         summary = (f"Stack {self.stack}, executions started since {self.since.isoformat(timespec='seconds')}"
                    + (" (the newest only: more started than were read)." if self.truncated else "."))
-        return page(f"Fire-and-forget failure trends: {self.stack}", summary, self.timeline, self.outcomes,
-                    self.errors)
+        return page(f"Fire-and-forget failure trends: {self.stack}", summary, self.runs, (self.since, self.until),
+                    key_field=self.key_field)
 
 
-def collect(clients: Clients, stack: DeployedStack, since: datetime,
+def collect(clients: Clients, stack: DeployedStack, since: datetime, until: datetime,
             max_executions: int = DEFAULT_MAX_EXECUTIONS) -> TrendReport:
-    """Read the window's executions and the failure records that explain them."""
+    """Read the window's executions, their inputs and the failure records that explain them."""
     machine = stack.output(Output.STATE_MACHINE_ARN)
+    key_field = stack.key_field
     listed, truncated = _executions(clients.sfn, machine, since, max_executions)
     records = {r.execution_arn: r for r in list_failures(clients.sqs, stack.output(Output.FAILURE_DLQ_URL)).records
                if r.execution_arn}
-    first = min((e["startDate"] for e in listed), default=since)
-    timeline = []
+    rows = []
     for execution in sorted(listed, key=lambda e: e["startDate"]):
-        status = execution["status"]
+        arn, status = execution["executionArn"], execution["status"]
+        message_id, key = _record_keys(clients.sfn.describe_execution(executionArn=arn).get("input"), key_field)
         error = step = None
         if status not in ("SUCCEEDED", "RUNNING"):
-            record = records.get(execution["executionArn"])
-            if record is not None:
-                error, step = record.error, record.failed_state
-            else:
-                error, step = _unrecorded(clients.sfn, execution["executionArn"])
-        timeline.append({"t": (execution["startDate"] - first).total_seconds(), "status": status,
-                         "error": error, "step": step})
-    return TrendReport(stack.name, since, timeline, truncated)
+            record = records.get(arn)
+            error, step = (record.error, record.failed_state) if record is not None else _unrecorded(clients.sfn, arn)
+        rows.append((arn, Run(execution["startDate"], status, error, step, key if key is not None else message_id)))
+    per_order = Counter(run.order for _, run in rows if run.order is not None)
+    runs = [
+        Run(run.started, run.status, run.error, run.step, run.order, duplicate=True)
+        if run.status == "SUCCEEDED" and run.order is not None and per_order[run.order] > 1
+        and _ended_as_duplicate(clients.sfn, arn) else run
+        for arn, run in rows
+    ]
+    return TrendReport(stack.name, since, until, runs, truncated, key_field)
 
 
 def _executions(sfn: SFNClient, machine: str, since: datetime, limit: int) -> tuple[list[dict[str, Any]], bool]:
@@ -88,13 +104,21 @@ def _executions(sfn: SFNClient, machine: str, since: datetime, limit: int) -> tu
     return found, False
 
 
+def _history(sfn: SFNClient, execution_arn: str) -> list[Any]:
+    return [event for page_ in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
+            for event in page_["events"]]
+
+
+def _ended_as_duplicate(sfn: SFNClient, execution_arn: str) -> bool:
+    entered = visits(_history(sfn, execution_arn))
+    return bool(entered) and entered[-1].name in DUPLICATE_ENDS
+
+
 def _unrecorded(sfn: SFNClient, execution_arn: str) -> tuple[str | None, str | None]:
     """The error and the step of an unsuccessful execution without a failure record in the DLQ (timed out, aborted,
     failed outside HandleFailure, or recorded and since redriven or discarded): the first Task that failed, with its
     last error; else the execution's own error and the last state it entered."""
-    events = [event for page_ in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
-              for event in page_["events"]]
-    entered = visits(events)
+    entered = visits(_history(sfn, execution_arn))
     failed = next((visit for visit in entered if visit.outcome in ("failed", "timed-out")), None)
     if failed is not None and failed.errors:
         return failed.errors[-1], failed.name

@@ -1,5 +1,5 @@
-"""SendConfirmation (``send_confirmation.handler``): the third-workflow example's task, synthesized by the tests and
-never run by them: it shows how a task uses the construct's runtime (the delivery claim, transient errors)."""
+"""SendConfirmation (``send_confirmation.handler``): the third-workflow example's task, run by the tests in the
+rehearsal: it shows how a task uses the construct's runtime (the delivery claim, transient errors)."""
 
 from __future__ import annotations
 
