@@ -111,7 +111,7 @@ def check_timeouts(definition: Mapping[str, Any], functions: Mapping[str, lambda
                 and state["TimeoutSeconds"] > workflow_timeout]
     problems += [f"the Lambda function of {state!r} ({seconds} s)"
                  for state, function in functions.items()
-                 if (seconds := lambda_timeout_seconds(function)) > workflow_timeout]
+                 if function is not None and (seconds := lambda_timeout_seconds(function)) > workflow_timeout]
     if problems:
         raise TimeoutMismatch(f"{source}: {', '.join(problems)} longer than the workflow's TimeoutSeconds "
                               f"{workflow_timeout}: the execution would time out, uncaught, while it still runs. "
