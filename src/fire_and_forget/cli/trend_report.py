@@ -18,10 +18,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fire_and_forget.cli.failures import list_failures
-from fire_and_forget.cli.trace import RECORDED_ERROR, _record_keys, visits
+from fire_and_forget.cli.trace import RECORDED_ERROR, visits
 from fire_and_forget.cli.trend_page import Orders, Run, final_outcomes, page
 from fire_and_forget.runtime.outputs import Output
-from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD
+from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD, input_keys
 from fire_and_forget.runtime.tail import DUPLICATE_ENDS
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def collect(clients: Clients, stack: DeployedStack, since: datetime, until: date
     rows = []
     for execution in sorted(listed, key=lambda e: e["startDate"]):
         arn, status = execution["executionArn"], execution["status"]
-        message_id, key = _record_keys(clients.sfn.describe_execution(executionArn=arn).get("input"), key_field)
+        message_id, key = input_keys(clients.sfn.describe_execution(executionArn=arn).get("input"), key_field)
         error = step = None
         if status not in ("SUCCEEDED", "RUNNING"):
             record = records.get(arn)
