@@ -1,11 +1,11 @@
 """Listing and showing the failure DLQ's records without consuming them (see fire_and_forget/runtime/dlq.py for
 visibility), a page at a time if asked.
 
-SQS has no cursor: a receive returns messages in no particular order, and a message released is received again. A
+SQS has no cursor: a receive returns messages in no defined sequence, and a message released is received again. A
 page is therefore cut from the whole read: every message is received (held hidden while the read goes on, so that the
-next receive brings others), the records are put in one order that every reader computes alike (failure time, then
-DLQ message id), and the page is the first `max_records` records after the token; then everything is released at
-once, before anything is printed. The token is the position of the page's last record, not a place in the queue.
+next receive brings others), the records are sorted as every reader sorts them (failure time, then DLQ message id),
+and the page is the first `max_records` records after the token; then everything is released at once, before
+anything is printed. The token is the position of the page's last record, not a place in the queue.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import binascii
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from fire_and_forget.cli.errors import NotFound, UsageError
 from fire_and_forget.runtime.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
@@ -37,9 +37,9 @@ _UNDATED = datetime(1970, 1, 1, tzinfo=UTC)  # stands in for a missing failure t
 _TOKEN_VERSION = 1
 
 
-@dataclass(frozen=True, order=True)
-class Position:
-    """A record's place in a listing: by failure time (records without one last), then by DLQ message id."""
+class Position(NamedTuple):
+    """A record's place in a listing, compared as a tuple: by failure time (records without one last), then by DLQ
+    message id."""
 
     undated: bool
     failed_at: datetime
@@ -101,7 +101,7 @@ def list_failures(sqs: SQSClient, queue_url: str, selection: Selection | None = 
     """Read up to `limit` messages, then make all of them visible again; unrecognized ones are always listed. Each
     record's key is the original body's `key_field` (the stack's MessageKeyField); the records of one execution are
     listed as one, its `copies` naming the others (fire_and_forget/runtime/records.py, one_per_execution). The records
-    that match `selection` and `keep` come in Position order; `page` cuts them (module docstring)."""
+    that match `selection` and `keep` are sorted by Position; `page` cuts them (module docstring)."""
     selection = selection or Selection()
     page = page or Page()
     listing = FailureListing(queue_url, approximate_depth(sqs, queue_url), key_field)

@@ -85,7 +85,7 @@ def _first_line(error: Exception) -> str:
 
 def text_lines(value: Any, identifier: str | None = None, columns: list[str] | None = None) -> Iterator[str]:
     """The AWS CLI's text output (https://docs.aws.amazon.com/cli/latest/userguide/cli-usage-output-format.html):
-    an object's scalar values on one tab-separated line, in the alphabetical order of their keys, after the upper-cased
+    an object's scalar values on one tab-separated line, sorted alphabetically by key, after the upper-cased
     name of the key that holds the object (none at the top); then each of its lists and objects the same way, named
     by its key. The objects of one list share one set of columns (an empty field where one lacks a key); a list of
     scalars is one line, or one line per value under a name; a list of lists is one line per inner list."""

@@ -63,8 +63,8 @@ def prose(console: Console, label: str, text: str, label_width: int, indent: int
 
 
 def room(console: Console, widths: list[int]) -> int:
-    """The columns a table of rich's default box, with columns this wide, leaves of the console's width (a border and
-    two padding characters per column, one more border); negative when it does not fit."""
+    """The columns a table of rich's default box, with columns this wide, leaves of the console's width (a rule and
+    two padding characters per column, one more rule); negative when it does not fit."""
     return console.width - (sum(widths) + 3 * len(widths) + 1)
 
 
