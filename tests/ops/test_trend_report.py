@@ -119,7 +119,7 @@ def test_an_order_redriven_to_success_counts_once_as_succeeded(aws: Rehearsal, c
     aws.run()
     assert failed is not None
     restock(aws)
-    code, _ = ff_ops(cli, "failures", "redrive", "--key", failed)
+    code, _ = ff_ops(cli, "failures", "redrive", "--key", failed, "--yes")
     assert code == 0
     aws.run()
 
