@@ -113,7 +113,7 @@ class LambdaRuntime:
     def invoke(self, backend: Any, function_name: str, qualifier: str | None, body: Any,
                response_headers: dict[str, str]) -> bytes:
         function = backend.get_function(function_name, qualifier)
-        task = self._task_names.get(function.function_name, function.function_name)
+        task = self._task_of(function)
         event = json.loads(body) if body else {}
         fault = self._faults.take(task, event)
         if fault is FaultKind.SERVICE_ERROR:
@@ -164,29 +164,35 @@ class LambdaRuntime:
                        if fault is not FaultKind.CRASH else "Runtime exited with error: exit status 1 (injected)")
             self.invocations.append(Invocation(task, error_type, 0.0))
             return self._error(response_headers, error_type, message, [])
-        with self._lock, self._invocation_environment(function) as output, self._running(task):
+        with self._in_function(function, task):
             started = time.perf_counter()
             try:
-                handler = self._handler(function)
-                result = handler(event, _Context(function))
+                result = self._handler(function)(event, _Context(function))
             except Exception as error:  # the runtime reports every exception as an unhandled function error
                 elapsed = (time.perf_counter() - started) * 1000
                 self.invocations.append(Invocation(task, type(error).__name__, elapsed))
                 frames = traceback.format_exception(error)
-                self._collect(output.getvalue())
                 return self._error(response_headers, type(error).__name__, str(error), frames)
             self.invocations.append(Invocation(task, None, (time.perf_counter() - started) * 1000))
-            self._collect(output.getvalue())
         return json.dumps(result).encode("utf-8")
 
     def call(self, function: Any, event: Any) -> Any:
         """A function's handler run in-process as an invocation runs it (its environment, its context, its logs and
         metrics collected), with nothing of the Lambda API around it: no fault, no record, no service response. What
         an invocation costs this machine at the least (bench/overhead.py); `function` is moto's LambdaFunction."""
-        task = self._task_names.get(function.function_name, function.function_name)
+        with self._in_function(function, self._task_of(function)):
+            return self._handler(function)(event, _Context(function))
+
+    def _task_of(self, function: Any) -> str:
+        return self._task_names.get(function.function_name) or str(function.function_name)
+
+    @contextmanager
+    def _in_function(self, function: Any, task: str) -> Iterator[None]:
+        """One handler at a time, in its function's environment, known as `task`'s; its printed logs and EMF
+        metrics collected when it ends, however it ends."""
         with self._lock, self._invocation_environment(function) as output, self._running(task):
             try:
-                return self._handler(function)(event, _Context(function))
+                yield
             finally:
                 self._collect(output.getvalue())
 
