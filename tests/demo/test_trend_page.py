@@ -115,7 +115,7 @@ def test_many_error_names_never_take_a_status_colour() -> None:
 
 def test_the_tables_say_what_they_count(page: Path) -> None:
     html = page.read_text(encoding="utf-8")
-    assert trend_html.table(html, "orders")[0] == ["final outcome", "orders"]
+    assert trend_html.table(html, "keys")[0] == ["final outcome", "orders"]
     assert trend_html.table(html, "executions")[0] == ["status", "executions"]
     assert trend_html.table(html, "errors")[0] == ["error", "executions"]
     assert trend_html.table(html, "messages")[0] == ["outcome", "messages"]
@@ -126,7 +126,7 @@ def test_the_tables_say_what_they_count(page: Path) -> None:
 def test_an_order_redriven_to_success_counts_once_as_succeeded(page: Path) -> None:
     html = page.read_text(encoding="utf-8")
     # 12 orders: ord-10 failed, was redriven and succeeded; ord-0's duplicate delivery decides nothing
-    assert trend_html.table(html, "orders")[1] == {"SUCCEEDED": 7, "FAILED": 4, "ABORTED": 1}
+    assert trend_html.table(html, "keys")[1] == {"SUCCEEDED": 7, "FAILED": 4, "ABORTED": 1}
     window = trend_html.parse(html).find("p")[1].all_text()
     assert "of 12 orders; 1 order ran more than once (redriven or resent), 1 of them succeeded in the end" in window
 

@@ -129,10 +129,10 @@ def test_an_order_redriven_to_success_counts_once_as_succeeded(aws: Rehearsal, c
 
     # Then three executions ran, one FAILED; but of the two orders both succeeded, one of them after running again
     assert code == 0 and doc["outcomes"] == {"SUCCEEDED": 2, "FAILED": 1}
-    assert doc["orders"] == {"total": 2, "outcomes": {"SUCCEEDED": 2}, "ranMoreThanOnce": 1,
+    assert doc["keys"] == {"total": 2, "outcomes": {"SUCCEEDED": 2}, "ranMoreThanOnce": 1,
                              "succeededAfterRunningAgain": 1}
     html = page.read_text(encoding="utf-8")
-    assert trend_html.table(html, "orders") == (["final outcome", "orders"], {"SUCCEEDED": 2})
+    assert trend_html.table(html, "keys") == (["final outcome", "orders"], {"SUCCEEDED": 2})
     assert trend_html.table(html, "executions") == (["status", "executions"], {"SUCCEEDED": 2, "FAILED": 1})
     assert "1 order ran more than once (redriven or resent), 1 of them succeeded in the end" in html
 
@@ -152,4 +152,4 @@ def test_a_duplicate_delivery_of_a_failed_order_does_not_make_it_succeed(
 
     # Then two executions, one SUCCEEDED (the ignored duplicate), and the order's outcome is FAILED, once
     assert code == 0 and doc["outcomes"] == {"SUCCEEDED": 1, "FAILED": 1}
-    assert doc["orders"]["outcomes"] == {"FAILED": 1} and doc["orders"]["ranMoreThanOnce"] == 0
+    assert doc["keys"]["outcomes"] == {"FAILED": 1} and doc["keys"]["ranMoreThanOnce"] == 0

@@ -53,7 +53,7 @@ from fire_and_forget.cli.guard import (
 from fire_and_forget.cli.source_dlq import MoveResult, list_messages, queue_arn, redrive_source_dlq, running_task
 from fire_and_forget.cli.stack import DeployedStack
 from fire_and_forget.cli.status import collect_status
-from fire_and_forget.cli.trend_page import order_nouns
+from fire_and_forget.cli.trend_page import key_nouns
 from fire_and_forget.cli.trend_report import DEFAULT_MAX_EXECUTIONS as DEFAULT_MAX_TREND_EXECUTIONS
 from fire_and_forget.cli.trend_report import collect as collect_trends
 from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
@@ -117,20 +117,20 @@ def report_page(html: Annotated[Path, typer.Option("--html", help="Where to writ
         start = since.replace(tzinfo=since.tzinfo or UTC) if since else until - timedelta(hours=hours)
         trend = collect_trends(clients, stack, start, until, max_executions)
         html.write_text(trend.html(), encoding="utf-8")
-        orders = trend.orders
+        keys = trend.keys
         if shown.is_table:
             unsuccessful = sum(count for _, count in trend.errors)
             out.print(f"Wrote {html}: {len(trend.runs)} executions since {start.isoformat(timespec='seconds')}, "
-                      f"{unsuccessful} unsuccessful, of {orders.total} {order_nouns(trend.key_field)[1]} "
-                      f"({orders.ran_again} ran more than once)" + (" (the newest only)." if trend.truncated else "."),
+                      f"{unsuccessful} unsuccessful, of {keys.total} {key_nouns(trend.key_field)[1]} "
+                      f"({keys.ran_again} ran more than once)" + (" (the newest only)." if trend.truncated else "."),
                       soft_wrap=True, highlight=False)
         return ExitCode.OK, {"schema": "ff-ops/report/v1", "stack": stack.name, "html": str(html),
                              "since": report.json_time(start), "until": report.json_time(until),
                              "executions": len(trend.runs), "outcomes": dict(trend.outcomes),
                              "errors": dict(trend.errors), "keyField": trend.key_field,
-                             "orders": {"total": orders.total, "outcomes": dict(orders.outcomes.most_common()),
-                                        "ranMoreThanOnce": orders.ran_again,
-                                        "succeededAfterRunningAgain": orders.succeeded_after_running_again},
+                             "keys": {"total": keys.total, "outcomes": dict(keys.outcomes.most_common()),
+                                        "ranMoreThanOnce": keys.ran_again,
+                                        "succeededAfterRunningAgain": keys.succeeded_after_running_again},
                              "truncated": trend.truncated}
 
     run(stack_name, region, profile, shown, body)

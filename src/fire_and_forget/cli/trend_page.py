@@ -1,9 +1,9 @@
 """The failure-trend page: one self-contained HTML file (inline SVG, no script, no network).
 
-Written by the demo from its report (demos/orders/report.py) and by `ff-ops report --html` from a deployed stack
+Written by an example's demo from its report and by `ff-ops report --html` from a deployed stack
 (trend_report.py). Three charts of executions on one time axis (trend_axis.py), each meaning in one colour on the
-whole page, and tables that name what they count: executions, or the orders (messages' work, grouped by their key)
-with each order's final outcome counted once.
+whole page, and tables that name what they count: executions, or the pieces of work (messages grouped by their key) with
+each key's final outcome counted once.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from datetime import datetime
 from html import escape
 
 from fire_and_forget.cli.trend_axis import Axis, axis, stamp, utc
+from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD
 
 WIDTH, HEIGHT, MARGIN = 760, 220, 48
 # One colour per meaning on the whole page. The statuses have theirs (Okabe-Ito's green, vermillion, orange and
@@ -33,14 +34,14 @@ UNSUCCESSFUL = ("FAILED", "TIMED_OUT", "ABORTED")
 
 @dataclass(frozen=True)
 class Run:
-    """One execution on the page. `order` groups the executions of one piece of work (the message's key, else its
+    """One execution on the page. `key` groups the executions of one piece of work (the message's key, else its
     message id); `duplicate`: it ended as a duplicate delivery, leaving the outcome to another execution."""
 
     started: datetime
     status: str
     error: str | None = None
     step: str | None = None
-    order: str | None = None
+    key: str | None = None
     duplicate: bool = False
 
     @property
@@ -49,11 +50,11 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Orders:
-    """Each order's final outcome, counted once: the status of its last execution that was not a duplicate."""
+class KeyOutcomes:
+    """Each key's final outcome, counted once: the status of its last execution that was not a duplicate."""
 
     outcomes: Counter[str]
-    ran_again: int  # orders with more than one such execution: redriven, or resent by their producer
+    ran_again: int  # keys with more than one such execution: redriven, or resent by their producer
     succeeded_after_running_again: int
 
     @property
@@ -61,11 +62,11 @@ class Orders:
         return sum(self.outcomes.values())
 
 
-def final_outcomes(runs: Iterable[Run]) -> Orders:
-    """Group executions by order; an order redriven to success counts once, as SUCCEEDED."""
+def final_outcomes(runs: Iterable[Run]) -> KeyOutcomes:
+    """Group executions by key; a key redriven to success counts once, as SUCCEEDED."""
     groups: dict[str, list[Run]] = {}
     for index, run in enumerate(runs):
-        groups.setdefault(run.order if run.order is not None else f"#{index}", []).append(run)
+        groups.setdefault(run.key if run.key is not None else f"#{index}", []).append(run)
     outcomes: Counter[str] = Counter()
     ran_again = succeeded_after = 0
     for group in groups.values():
@@ -75,7 +76,7 @@ def final_outcomes(runs: Iterable[Run]) -> Orders:
         if len(owning) > 1:
             ran_again += 1
             succeeded_after += owning[-1].status == "SUCCEEDED"
-    return Orders(outcomes, ran_again, succeeded_after)
+    return KeyOutcomes(outcomes, ran_again, succeeded_after)
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class Table:
     table_id: str
     title: str
     label: str  # the first column: what a row is (status, error, outcome)
-    counted: str  # the second column: what is counted (executions, orders, messages)
+    counted: str  # the second column: what is counted (executions, the key's nouns, messages)
     rows: Sequence[tuple[str, int]]
     note: str = ""
 
@@ -203,16 +204,16 @@ def _table(table: Table) -> str:
             f'<table id="{table.table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}')
 
 
-def order_nouns(key_field: str) -> tuple[str, str]:
-    """What the page calls the work one key names, singular and plural: orderId -> order, orders; productId ->
-    product, products; any other field -> `<field> value`, `<field> values`."""
+def key_nouns(key_field: str) -> tuple[str, str]:
+    """What the page calls the work one key names, singular and plural: productId ->
+    product, products; customerId -> customer, customers; any other field -> `<field> value`, `<field> values`."""
     stem = key_field[:-2] if key_field.endswith("Id") and len(key_field) > 2 else f"{key_field} value"
     return stem, f"{stem}s"
 
 
 def page(title: str, summary: str, runs: Sequence[Run], window: tuple[datetime, datetime], *,
-         key_field: str = "orderId", tables: Sequence[Table] = ()) -> str:
-    """The page: executions over the window by status, by error and by step; then the final outcome per order and
+         key_field: str = DEFAULT_KEY_FIELD, tables: Sequence[Table] = ()) -> str:
+    """The page: executions over the window by status, by error and by step; then the final outcome per key and
     the executions' counts; then `tables` (the caller's own, e.g. the demo's messages). `summary` is HTML."""
     time_axis = axis(*window)
     failed = [r for r in runs if r.unsuccessful]
@@ -222,20 +223,20 @@ def page(title: str, summary: str, runs: Sequence[Run], window: tuple[datetime, 
                   for r in failed]
     step_rows = [(r.started, "step", r.step or "(none)") for r in failed]
     palette = Palette.for_names((kind, name) for _, kind, name in status_rows + error_rows + step_rows)
-    orders = final_outcomes(runs)
-    one, noun = order_nouns(key_field)
-    again = f"{orders.ran_again} {one if orders.ran_again == 1 else noun} ran more than once (redriven or resent)"
+    keys = final_outcomes(runs)
+    one, noun = key_nouns(key_field)
+    again = f"{keys.ran_again} {one if keys.ran_again == 1 else noun} ran more than once (redriven or resent)"
     summary_line = (
         f"Window {stamp(time_axis.start)} to {stamp(time_axis.end)}: {len(runs)} executions, {len(failed)} "
-        f"unsuccessful, of {orders.total} {noun}; {again}, {orders.succeeded_after_running_again} of them succeeded "
+        f"unsuccessful, of {keys.total} {noun}; {again}, {keys.succeeded_after_running_again} of them succeeded "
         "in the end."
     )
     own_tables = [
-        Table("orders", f"Final outcome per {one}", "final outcome", noun,
-              orders.outcomes.most_common(),
+        Table("keys", f"Final outcome per {one}", "final outcome", noun,
+              keys.outcomes.most_common(),
               f"Executions grouped by {key_field} (by message id where a body has none); each counts once, by its "
               f"last execution that was not a duplicate delivery. {again}, "
-              f"{orders.succeeded_after_running_again} of them succeeded in the end."),
+              f"{keys.succeeded_after_running_again} of them succeeded in the end."),
         Table("executions", "Executions by final status", "status", "executions",
               Counter(r.status for r in runs).most_common()),
         Table("errors", "Unsuccessful executions by error", "error", "executions",

@@ -2,12 +2,12 @@
 
 ListExecutions of the workflow (newest first, back to `since`, at most `max_executions`) gives each execution's status
 and start; DescribeExecution of each gives its input, the pipe's SQS record, whose body's key field (the stack's
-MessageKeyField) groups the executions of one order (the message id where the body has none). An execution
+MessageKeyField) groups the executions of one piece of work (the message id where the body has none). An execution
 HandleFailure recorded ends with `FailureRecorded`: its real error and the step that failed are in its failure-DLQ
 record (read, then made visible again, as `failures list` does). Any other unsuccessful execution (timed out, aborted,
 failed outside HandleFailure, or recorded and since redriven) has its history read once: the first Task that failed
-names the error and the step, else DescribeExecution's error and the last state entered. A SUCCEEDED execution of an
-order that ran more than once has its history read too: one that ended as a duplicate delivery decides nothing.
+names the error and the step, else DescribeExecution's error and the last state entered. A SUCCEEDED execution of a
+key that ran more than once has its history read too: one that ended as a duplicate delivery decides nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from fire_and_forget.cli.failures import list_failures
 from fire_and_forget.cli.trace import RECORDED_ERROR, visits
-from fire_and_forget.cli.trend_page import Orders, Run, final_outcomes, page
+from fire_and_forget.cli.trend_page import KeyOutcomes, Run, final_outcomes, page
 from fire_and_forget.runtime.outputs import Output
 from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD, input_keys
 from fire_and_forget.runtime.tail import DUPLICATE_ENDS
@@ -55,7 +55,7 @@ class TrendReport:
         return Counter(r.error or r.status for r in self.runs if r.unsuccessful).most_common()
 
     @property
-    def orders(self) -> Orders:
+    def keys(self) -> KeyOutcomes:
         return final_outcomes(self.runs)
 
     def html(self) -> str:
@@ -82,10 +82,10 @@ def collect(clients: Clients, stack: DeployedStack, since: datetime, until: date
             record = records.get(arn)
             error, step = (record.error, record.failed_state) if record is not None else _unrecorded(clients.sfn, arn)
         rows.append((arn, Run(execution["startDate"], status, error, step, key if key is not None else message_id)))
-    per_order = Counter(run.order for _, run in rows if run.order is not None)
+    per_key = Counter(run.key for _, run in rows if run.key is not None)
     runs = [
-        Run(run.started, run.status, run.error, run.step, run.order, duplicate=True)
-        if run.status == "SUCCEEDED" and run.order is not None and per_order[run.order] > 1
+        Run(run.started, run.status, run.error, run.step, run.key, duplicate=True)
+        if run.status == "SUCCEEDED" and run.key is not None and per_key[run.key] > 1
         and _ended_as_duplicate(clients.sfn, arn) else run
         for arn, run in rows
     ]
