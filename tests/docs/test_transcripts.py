@@ -46,6 +46,9 @@ def test_normalizing_drops_times_ids_and_durations_and_keeps_the_rest() -> None:
     assert transcripts.normalized(one) == transcripts.normalized(other)
     assert transcripts.normalized(one) != transcripts.normalized(one.replace("FAILED", "SUCCEEDED"))
     assert transcripts.normalized("redriven 3\n") != transcripts.normalized("redriven 2\n")
+    # the demo's title rule is as wide as the terminal whatever its elapsed time took
+    assert transcripts.normalized("──── demo: seed=3, 28.14 s ────\n") == transcripts.normalized(
+        "──── demo: seed=3, 101.2 s ───\n")
 
 
 def test_a_changed_run_fails_and_the_update_mode_rewrites_the_file_and_its_quotes(

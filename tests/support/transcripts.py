@@ -30,6 +30,7 @@ VOLATILE = [
     (re.compile(r"(Table[0-9A-F]{8})-[0-9A-Z]{12}"), r"\1-<suffix>"),  # CloudFormation's physical-name suffix
     (re.compile(r"│\s*\d+\s*│(?=\s*$)", flags=re.M), "│ <age> │"),  # status's last column: an age in seconds
     (re.compile(r"seed=(\d+), [\d.]+ s\b"), r"seed=\1, <seconds> s"),  # the demo's elapsed time
+    (re.compile(r"^─+ (.+?) ─+$", flags=re.M), r"── \1 ──"),  # a rule's padding follows its title's length
     (re.compile(r"clock \d+ min past"), "clock <minutes> min past"),  # how far the demo's clock had to travel
     (re.compile(r"^executions: \d+ of \d+ finished \(\d+ s\)\n", flags=re.M), ""),  # progress, when slow
 ]
