@@ -11,12 +11,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
 from botocore.config import Config
 from moto import mock_aws
 from moto.stepfunctions.responses import get_backend
 
-from fire_and_forget.rehearsal import client_cache, parse_cache
+from fire_and_forget.rehearsal import client_cache, parse_cache, snapshot
 from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
 from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
 from fire_and_forget.rehearsal.clock import RetryClock, VirtualClock
@@ -81,10 +80,13 @@ class Rehearsal:
     the pipeline's outputs: `Rehearsal.start(Path("cdk.out"), stack_name="FireAndForget-Catalog")`."""
 
     def __init__(self, assembly: CloudAssembly, region: str = "us-east-1",
-                 execution_timeout_seconds: int | None = None) -> None:
+                 execution_timeout_seconds: int | None = None, reuse_deployment: bool = True) -> None:
         self.assembly = assembly
         self.region = region
         self._execution_timeout = execution_timeout_seconds
+        # Restore the state the first deploy of this template in this process left, instead of deploying again
+        # (fire_and_forget/rehearsal/snapshot.py); False deploys afresh.
+        self._reuse_deployment = reuse_deployment
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True},
                                       "lambda": {"use_docker": False}})
         # The one clock of the process while the rehearsal is open: the real UTC time at deployment, moved only by
@@ -132,13 +134,14 @@ class Rehearsal:
             self._uninstall_sqs_time = install_sqs_on_the_clock()
             self._uninstall_stop_dates = install_stop_dates()
             self._uninstall_history_cache = install_history_cache()
-            self.stack = deploy(self.assembly, self.region)
+            self.stack = snapshot.deploy_once(self.assembly, self.region, deploy, reuse=self._reuse_deployment)
             # Typed Any: the probes pass service responses on as plain dicts.
-            self.sqs: Any = boto3.client("sqs", region_name=self.region)
-            self.sfn: Any = boto3.client("stepfunctions", region_name=self.region)
-            self.sns: Any = boto3.client("sns", region_name=self.region)
-            self.dynamodb: Any = boto3.client("dynamodb", region_name=self.region)
-            self.cloudwatch: Any = boto3.client("cloudwatch", region_name=self.region)
+            aws = client_cache.session()
+            self.sqs: Any = aws.client("sqs", region_name=self.region)
+            self.sfn: Any = aws.client("stepfunctions", region_name=self.region)
+            self.sns: Any = aws.client("sns", region_name=self.region)
+            self.dynamodb: Any = aws.client("dynamodb", region_name=self.region)
+            self.cloudwatch: Any = aws.client("cloudwatch", region_name=self.region)
             # Looked up once: queue ARNs cost one GetQueueAttributes each.
             task_names, queue_urls = self._task_names(), self._queue_urls()
             self.runtime = LambdaRuntime(asset_directories(self.assembly), task_names, self.faults,
@@ -153,8 +156,8 @@ class Rehearsal:
                                           account=ACCOUNT, region=self.region)
             self.bus.on_execution_finished = self.metrics.execution_finished  # the announcer's AWS/States data
             # One attempt per Invoke: the emulated callers (mapping, scheduler) decide what is retried, not botocore.
-            self.lambda_: Any = boto3.client("lambda", region_name=self.region,
-                                             config=Config(retries={"total_max_attempts": 1}))
+            self.lambda_: Any = aws.client("lambda", region_name=self.region,
+                                           config=Config(retries={"total_max_attempts": 1}))
             # moto builds its router of a REST service's operations on that service's first request, and nothing
             # stops concurrent first requests from each building one (tens of executions invoking their first
             # function at once: a tenth of a second each). One request now builds it before any execution runs.
@@ -329,7 +332,7 @@ class Rehearsal:
         from moto.cloudformation.models import cloudformation_backends
 
         definition = self.pipe.definition
-        pipes = boto3.client("pipes", region_name=self.region)
+        pipes = client_cache.session().client("pipes", region_name=self.region)
         if any(p["Name"] == definition.name for p in pipes.list_pipes().get("Pipes", [])):
             return
         created = pipes.create_pipe(Name=definition.name, Source=definition.source_queue_arn,
