@@ -23,7 +23,7 @@ from fire_and_forget.rehearsal.deployment import ACCOUNT, OfflineStack, asset_di
 from fire_and_forget.rehearsal.event_sources import EventSourceMappings
 from fire_and_forget.rehearsal.execution_events import EventBus, RuleDefinition, status_change_event
 from fire_and_forget.rehearsal.faults import FaultPlan
-from fire_and_forget.rehearsal.interpreter_time import InterpreterTime
+from fire_and_forget.rehearsal.interpreter_time import ACTIVITY_RECHECK_SECONDS, InterpreterTime
 from fire_and_forget.rehearsal.lambda_runtime import LambdaRuntime
 from fire_and_forget.rehearsal.metrics import ServiceMetrics
 from fire_and_forget.rehearsal.pipe import PipeDefinition, PipeEmulator
@@ -212,7 +212,13 @@ class Rehearsal:
         """Drain the source queue through the pipe, let every execution go as far as it can without the clock
         moving, emit the events of those that ended, then let the event source mappings consume what the rules
         queued (a reconciler); again until nothing new happens. An execution held by a fault, or waiting for a
-        timeout, is left running: it goes on when `advance` moves the clock past what it waits for."""
+        timeout, is left running: it goes on when `advance` moves the clock past what it waits for. Returns every
+        execution of the workflow so far."""
+        self._run_until_quiet(timeout_seconds)
+        return self.executions()
+
+    def _run_until_quiet(self, timeout_seconds: float) -> None:
+        """`run` without its answer: what `advance` does at every stop of the clock, where nobody reads it."""
         deadline = time.monotonic() + timeout_seconds
         for _ in range(MAX_SETTLE_ROUNDS):
             self.drain()
@@ -220,13 +226,14 @@ class Rehearsal:
             consumed = self.event_sources.drain()
             if not self._discover_executions() and not consumed:
                 self.metrics.publish()
-                return self.executions()
+                return
         raise RuntimeError(f"the rehearsal was not quiet after {MAX_SETTLE_ROUNDS} rounds")
 
     def _settle(self, deadline: float, timeout_seconds: float) -> None:
         """Until the interpreter is quiet (every execution ended, or waiting on the clock), emitting the
         status-change event of each execution that ended."""
         while True:
+            since = self.interpreter_time.activity()
             self._emit_finished()
             if self.interpreter_time.quiet():
                 self._emit_finished()
@@ -234,8 +241,9 @@ class Rehearsal:
             if time.monotonic() > deadline:
                 pending = [arn for arn in self._started() if arn not in self._announced]
                 raise TimeoutError(f"{len(pending)} executions still running after {timeout_seconds} s")
-            # Poll gently: the executions run on threads of this process and need the interpreter more.
-            time.sleep(0.005)
+            # Sleep until a thread of the interpreter ends or waits on the clock: the executions run on threads of
+            # this process and need the interpreter more than a loop looking every few milliseconds would leave them.
+            self.interpreter_time.wait_for_activity(since, ACTIVITY_RECHECK_SECONDS)
 
     def now(self) -> datetime:
         """The rehearsal's virtual time: the deployment's real UTC time plus every `advance` since."""
@@ -244,7 +252,8 @@ class Rehearsal:
     def advance(self, seconds: float, timeout_seconds: float = 300.0) -> list[Firing]:
         """Compressed time: move the virtual clock `seconds` on, firing each schedule whenever its period elapses;
         after each firing the rehearsal runs until quiet (what a redrive started ends, is announced, reconciled)."""
-        return self.scheduler.advance(seconds, settle=lambda: self.run(timeout_seconds), wakeups=self._next_wakeup)
+        return self.scheduler.advance(seconds, settle=lambda: self._run_until_quiet(timeout_seconds),
+                                      wakeups=self._next_wakeup)
 
     def _next_wakeup(self) -> datetime | None:
         """The next moment something waits for: a timeout on the clock, a message becoming visible again."""
