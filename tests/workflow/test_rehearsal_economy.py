@@ -1,16 +1,13 @@
 """What keeps the rehearsal fast without changing what it runs (docs/testing.md, "Suite time"): each definition is
 parsed once per process and its program shared by the executions, a later rehearsal loads no service model again, a
 function's modules are imported once per cold start and its asset directory read once, `running()` agrees with
-ListExecutions, the histories read from the emulator are the API's, waiting for the interpreter looks only when one
-of its threads ends or waits, and advancing the clock describes no execution nobody asked about. (One deployment
-per template per process: tests/workflow/test_deployment_snapshot.py.)"""
+ListExecutions, the histories read from the emulator are the API's, and advancing the clock describes no execution
+nobody asked about. (One deployment per template per process: tests/workflow/test_deployment_snapshot.py.)"""
 
 from __future__ import annotations
 
 import random
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -19,8 +16,6 @@ from moto.core.responses import ActionResult
 
 from demos.orders.samples import OrderKind, make_order, seed_inventory
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
-from fire_and_forget.rehearsal.interpreter_time import InterpreterTime
-from fire_and_forget.rehearsal.lambda_runtime import LambdaRuntime
 from fire_and_forget.rehearsal.parse_cache import ParseCache
 from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
 
@@ -78,37 +73,6 @@ def test_a_functions_asset_directory_is_read_once(aws: Rehearsal, monkeypatch: p
     # Then their directories were not listed again: a synthesized asset never changes
     assert len(executions) == 2 and all(e.status == "SUCCEEDED" for e in executions)
     assert listed == []
-
-
-def test_waiting_for_the_interpreter_looks_when_a_thread_ends_or_waits_not_on_a_timer(
-        aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given every Lambda invocation sleeping a fifth of a second of the machine's time before its handler runs
-    original_run = LambdaRuntime._run
-    asleep = threading.Event()
-
-    def slow(self: LambdaRuntime, *args: object, **kwargs: object) -> bytes:
-        asleep.set()
-        time.sleep(0.2)
-        asleep.clear()
-        return original_run(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(LambdaRuntime, "_run", slow)
-    looks_while_asleep: list[bool] = []
-    original_quiet = InterpreterTime.quiet
-
-    def quiet(self: InterpreterTime) -> bool:
-        if asleep.is_set():
-            looks_while_asleep.append(True)
-        return original_quiet(self)
-
-    monkeypatch.setattr(InterpreterTime, "quiet", quiet)
-    # When an order runs through its three steps
-    aws.send(_order(1)[0])
-    (execution,) = aws.run()
-    # Then, while nothing happened, the rehearsal looked at the interpreter only on its safety net (every 50 ms:
-    # about 4 looks per sleep); a look every 5 ms would be about 40 per sleep
-    assert execution.status == "SUCCEEDED"
-    assert len(looks_while_asleep) <= 3 * 6, len(looks_while_asleep)
 
 
 def test_advancing_the_clock_describes_no_execution_nobody_asked_about(

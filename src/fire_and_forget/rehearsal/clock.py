@@ -85,7 +85,6 @@ class VirtualClock:
         self._now = (start or datetime.now(UTC)).replace(microsecond=0)
         self._lock = threading.Lock()
         self._waits: dict[int, _Wait] = {}  # thread ident -> what that thread waits for
-        self._on_wait: list[Callable[[], None]] = []  # told whenever a thread starts waiting on the clock
         self._travel: Any = None
         self._coordinates: Any = None
 
@@ -136,9 +135,6 @@ class VirtualClock:
         with self._lock:
             deadline = None if seconds is None else self._now + timedelta(seconds=seconds)
             wait = self._waits[me] = _Wait(done, deadline, about)
-            listeners = list(self._on_wait)
-        for listener in listeners:
-            listener()
         try:
             while not done():
                 if deadline is not None and self.now() >= deadline:
@@ -149,18 +145,6 @@ class VirtualClock:
         finally:
             with self._lock:
                 del self._waits[me]
-
-    def on_wait(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call `listener` whenever a thread starts waiting on this clock; returns the function that stops it."""
-        with self._lock:
-            self._on_wait.append(listener)
-
-        def stop() -> None:
-            with self._lock:
-                if listener in self._on_wait:
-                    self._on_wait.remove(listener)
-
-        return stop
 
     def notify(self, about: object = None) -> None:
         """Wake the waits for `about` (None: every wait)."""

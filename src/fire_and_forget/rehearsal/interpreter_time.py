@@ -8,9 +8,7 @@ the clock is moved past it, never because the work was slow.
 
 The same stand-ins count the interpreter's threads (an execution's worker thread, its program thread, one thread per
 Task attempt). The interpreter is *quiet* when every one of them waits on the clock for something not yet due (a
-held Lambda invocation, a timeout in the future): nothing more happens until the clock moves. It can only become
-quiet when one of its threads ends or starts waiting on the clock, so whoever waits for quiet sleeps until one of
-those happens (`wait_for_activity`) rather than looking again every few milliseconds.
+held Lambda invocation, a timeout in the future): nothing more happens until the clock moves.
 """
 
 from __future__ import annotations
@@ -25,9 +23,6 @@ from moto.stepfunctions.parser.asl.component.state.exec import execute_state
 from moto.stepfunctions.parser.backend import execution_worker
 
 from fire_and_forget.rehearsal.clock import VirtualClock
-
-# How long a wait for quiet sleeps at most without news of the interpreter's threads: a safety net, never a limit.
-ACTIVITY_RECHECK_SECONDS = 0.05
 
 
 class _ThreadingOnClock(ModuleType):
@@ -50,14 +45,9 @@ class InterpreterTime:
         self._threads: set[threading.Thread] = set()
         self._lock = threading.Lock()
         self._originals: list[tuple[ModuleType, str, Any]] = []
-        # Counts the moments the interpreter may have become quiet: a tracked thread ended, a thread began to wait.
-        self._activity = threading.Condition()
-        self._generation = 0
-        self._stop_listening: Callable[[], None] | None = None
 
     def install(self) -> None:
-        clock, threads, lock, stirred = self.clock, self._threads, self._lock, self._stirred
-        self._stop_listening = clock.on_wait(stirred)
+        clock, threads, lock = self.clock, self._threads, self._lock
 
         class ClockedEvent(threading.Event):
             def set(self) -> None:
@@ -83,7 +73,6 @@ class InterpreterTime:
                     with lock:
                         threads.discard(self)
                     clock.notify(self)
-                    stirred()
 
             def join(self, timeout: float | None = None) -> None:
                 if clock.wait_for(lambda: self._finished, timeout, about=self):
@@ -99,24 +88,6 @@ class InterpreterTime:
         for module, name, original in reversed(self._originals):
             setattr(module, name, original)
         self._originals.clear()
-        if self._stop_listening is not None:
-            self._stop_listening()
-            self._stop_listening = None
-
-    def activity(self) -> int:
-        """A count that moves on whenever the interpreter may have become quiet: read it before `quiet()`."""
-        with self._activity:
-            return self._generation
-
-    def wait_for_activity(self, since: int, timeout_seconds: float) -> None:
-        """Until the count has moved on from `since` (or `timeout_seconds` of the machine's clock, a safety net)."""
-        with self._activity:
-            self._activity.wait_for(lambda: self._generation != since, timeout_seconds)
-
-    def _stirred(self) -> None:
-        with self._activity:
-            self._generation += 1
-            self._activity.notify_all()
 
     def quiet(self) -> bool:
         """True when every live interpreter thread waits on the clock for something not yet due."""
@@ -129,15 +100,12 @@ class InterpreterTime:
         import time
 
         deadline = time.monotonic() + timeout_seconds
-        while True:
-            since = self.activity()
-            if self.quiet():
-                return
+        while not self.quiet():
             if poll is not None:
                 poll()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the interpreter was still busy after {timeout_seconds} s")
-            self.wait_for_activity(since, ACTIVITY_RECHECK_SECONDS)
+            time.sleep(0.005)
 
     def _replace(self, module: ModuleType, name: str, value: Any) -> None:
         self._originals.append((module, name, getattr(module, name)))

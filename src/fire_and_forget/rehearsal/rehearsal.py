@@ -23,7 +23,7 @@ from fire_and_forget.rehearsal.deployment import ACCOUNT, OfflineStack, asset_di
 from fire_and_forget.rehearsal.event_sources import EventSourceMappings
 from fire_and_forget.rehearsal.execution_events import EventBus, RuleDefinition, status_change_event
 from fire_and_forget.rehearsal.faults import FaultPlan
-from fire_and_forget.rehearsal.interpreter_time import ACTIVITY_RECHECK_SECONDS, InterpreterTime
+from fire_and_forget.rehearsal.interpreter_time import InterpreterTime
 from fire_and_forget.rehearsal.lambda_runtime import LambdaRuntime
 from fire_and_forget.rehearsal.metrics import ServiceMetrics
 from fire_and_forget.rehearsal.pipe import PipeDefinition, PipeEmulator
@@ -233,7 +233,6 @@ class Rehearsal:
         """Until the interpreter is quiet (every execution ended, or waiting on the clock), emitting the
         status-change event of each execution that ended."""
         while True:
-            since = self.interpreter_time.activity()
             self._emit_finished()
             if self.interpreter_time.quiet():
                 self._emit_finished()
@@ -241,9 +240,8 @@ class Rehearsal:
             if time.monotonic() > deadline:
                 pending = [arn for arn in self._started() if arn not in self._announced]
                 raise TimeoutError(f"{len(pending)} executions still running after {timeout_seconds} s")
-            # Sleep until a thread of the interpreter ends or waits on the clock: the executions run on threads of
-            # this process and need the interpreter more than a loop looking every few milliseconds would leave them.
-            self.interpreter_time.wait_for_activity(since, ACTIVITY_RECHECK_SECONDS)
+            # Poll gently: the executions run on threads of this process and need the interpreter more.
+            time.sleep(0.005)
 
     def now(self) -> datetime:
         """The rehearsal's virtual time: the deployment's real UTC time plus every `advance` since."""
