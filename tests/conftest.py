@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cdk import CATALOG_STACK_NAME, load_template, synthesize
+from tests.support.cdk import CATALOG_STACK_NAME, load_template, synthesize, synthesize_once
 
 # Set before any boto3 client exists, so nothing can reach a real account.
 os.environ.update(
@@ -31,7 +31,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def cloud_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The cloud assembly (template plus Lambda assets), synthesized once per test session.
+    """The cloud assembly (template plus Lambda assets), synthesized once per test run: under pytest-xdist the workers
+    of one run share one, in the directory they all have under their base temporary directory (the first worker to
+    need it synthesizes, the others wait for it: 8-18 s of CPU each otherwise).
 
     FF_TEST_CLOUD_ASSEMBLY names one synthesized already from this tree: `make mutation` runs a pytest session per
     mutant, and none of them changes stacks/, so each would otherwise synthesize the same app again (5-8 s).
@@ -39,6 +41,8 @@ def cloud_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     prebuilt = os.environ.get("FF_TEST_CLOUD_ASSEMBLY")
     if prebuilt:
         return Path(prebuilt)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return synthesize_once(tmp_path_factory.getbasetemp().parent / "cdk.out")
     return synthesize(tmp_path_factory.mktemp("cdk.out"))
 
 

@@ -1,8 +1,10 @@
-"""Fixtures: the probe app synthesized once, and deployed into moto per test with the real handler running."""
+"""Fixtures: the probe app synthesized once, and deployed into moto for each test (restored from the first deploy's
+state) with the real handler running."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,15 +23,20 @@ from fire_and_forget.rehearsal.event_sources import EventSourceMappings
 from fire_and_forget.rehearsal.faults import FaultPlan
 from fire_and_forget.rehearsal.lambda_runtime import LambdaRuntime
 from fire_and_forget.rehearsal.schedules import Scheduler, read_schedules
+from fire_and_forget.rehearsal.snapshot import deploy_once
 from fire_and_forget.rehearsal.sqs_time import install_sqs_on_the_clock
 from tests.rehearsal_emulation.probe_app import STACK_NAME, synthesize
+from tests.support.cdk import synthesize_once
 
 REGION = "us-east-1"
 
 
 @pytest.fixture(scope="session")
 def probe_cloud_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The probe app's cloud assembly directory, synthesized once per session (both stacks)."""
+    """The probe app's cloud assembly directory (both stacks), synthesized once per test run: the pytest-xdist
+    workers of one run share it (tests/conftest.py's `cloud_assembly` does the same)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return synthesize_once(tmp_path_factory.getbasetemp().parent / "probe.out", synthesize)
     return synthesize(tmp_path_factory.mktemp("probe.out"))
 
 
@@ -101,7 +108,8 @@ def probe(probe_assembly: CloudAssembly) -> Iterator[ProbeAccount]:
     clock.install()  # every timestamp, visibility timeout and schedule on the one virtual clock
     uninstall_sqs_time = install_sqs_on_the_clock()
     with mock_aws(config={"lambda": {"use_docker": False}}):
-        stack = deploy(probe_assembly, REGION)
+        # The first test deploys; the others get moto's state as that deploy left it (rehearsal/snapshot.py).
+        stack = deploy_once(probe_assembly, REGION, deploy)
         sqs = boto3.client("sqs", region_name=REGION)
         # One attempt per call: the emulators, not botocore, decide what is retried.
         lambda_client = boto3.client("lambda", region_name=REGION, config=Config(retries={"total_max_attempts": 1}))

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,21 @@ def synthesize(outdir: Path, context: dict[str, Any] | None = None) -> Path:
 
     app = build_app(cdk_context() if context is None else context, outdir=str(outdir))
     return Path(app.synth().directory)
+
+
+def synthesize_once(outdir: Path, synth: Callable[[Path], Path] | None = None) -> Path:
+    """`synth(outdir)` (this app's `synthesize` unless told another) once for every process that asks: the first
+    synthesizes, the others wait for it on a lock and reuse what it wrote (pytest-xdist's workers of one run share
+    `outdir`). POSIX `flock`: the lock goes with the process that holds it, so a worker that dies synthesizing leaves
+    no stale lock, and the next one synthesizes again (only a finished synth writes the marker beside the assembly)."""
+    outdir.parent.mkdir(parents=True, exist_ok=True)
+    marker = outdir.with_name(outdir.name + ".synthesized")
+    with outdir.with_name(outdir.name + ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            shutil.rmtree(outdir, ignore_errors=True)
+            marker.write_text(str((synth or synthesize)(outdir)), encoding="utf-8")
+        return Path(marker.read_text(encoding="utf-8"))
 
 
 def load_template(assembly_dir: Path, stack_name: str = STACK_NAME) -> dict[str, Any]:

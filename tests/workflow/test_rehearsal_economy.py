@@ -1,6 +1,8 @@
 """What keeps the rehearsal fast without changing what it runs (docs/testing.md, "Suite time"): each definition is
-parsed once and its program shared by the executions, a function's modules are imported once per cold start,
-`running()` agrees with ListExecutions, and the histories read from the emulator are the API's."""
+parsed once per process and its program shared by the executions, a later rehearsal loads no service model again, a
+function's modules are imported once per cold start and its asset directory read once, `running()` agrees with
+ListExecutions, the histories read from the emulator are the API's, and advancing the clock describes no execution
+nobody asked about. (One deployment per template per process: tests/workflow/test_deployment_snapshot.py.)"""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from botocore.loaders import JSONFileLoader
 from moto.core.responses import ActionResult
 
 from demos.orders.samples import OrderKind, make_order, seed_inventory
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
-from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.rehearsal.parse_cache import ParseCache
+from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
 
 CHARGE_ATTEMPTS = 5  # ChargePayment's first try and its retrier's MaxAttempts of 4 (statemachines/orders)
 
@@ -29,7 +33,7 @@ def test_each_definition_is_parsed_once_however_many_executions_run_it(aws: Rehe
     for number in (1, 2):
         aws.send(_order(number)[0])
     aws.run()
-    parsed = aws.parse_cache.parses
+    parsed = ParseCache.parses
     assert parsed >= 1
     # When five more run
     for number in range(3, 8):
@@ -37,7 +41,62 @@ def test_each_definition_is_parsed_once_however_many_executions_run_it(aws: Rehe
     executions = aws.run()
     # Then they all succeeded and the interpreter built no new program for them
     assert len(executions) == 7 and all(e.status == "SUCCEEDED" for e in executions)
-    assert aws.parse_cache.parses == parsed
+    assert ParseCache.parses == parsed
+
+
+def test_a_later_rehearsal_parses_no_definition_and_loads_no_service_model_again(
+        cloud_assembly: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a rehearsal of the process that ran an order through the saga
+    _one_order(cloud_assembly, 1)
+    parsed = ParseCache.parses
+    loaded: list[str] = []
+    original = JSONFileLoader.load_file
+    monkeypatch.setattr(JSONFileLoader, "load_file", lambda self, path: loaded.append(path) or original(self, path))
+    # When another rehearsal of the process opens and runs one
+    executions = _one_order(cloud_assembly, 2)
+    # Then it succeeded on the program the first one parsed and on clients built from the models already loaded
+    assert [e.status for e in executions] == ["SUCCEEDED"]
+    assert ParseCache.parses == parsed
+    assert loaded == []
+
+
+def test_a_functions_asset_directory_is_read_once(aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given one order run (the functions' modules imported from their asset directories)
+    aws.send(_order(1)[0])
+    aws.run()
+    listed: list[Path] = []
+    original = Path.iterdir
+    monkeypatch.setattr(Path, "iterdir", lambda self: listed.append(self) or original(self))
+    # When another order runs through the same functions
+    aws.send(_order(2)[0])
+    executions = aws.run()
+    # Then their directories were not listed again: a synthesized asset never changes
+    assert len(executions) == 2 and all(e.status == "SUCCEEDED" for e in executions)
+    assert listed == []
+
+
+def test_advancing_the_clock_describes_no_execution_nobody_asked_about(
+        aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given two orders that ended
+    for number in (1, 2):
+        aws.send(_order(number)[0])
+    assert len(aws.run()) == 2
+    described: list[str] = []
+    original = Rehearsal.execution
+    monkeypatch.setattr(Rehearsal, "execution", lambda self, arn: described.append(arn) or original(self, arn))
+    # When the clock moves past the Redriver's and the Reconciler's schedules
+    firings = aws.advance(1800)
+    # Then the schedules fired and ran, and the rehearsal read no execution for a list nobody reads
+    assert firings and all(f.delivered for f in firings)
+    assert described == []
+    assert len(aws.executions()) == 2
+
+
+def _one_order(cloud_assembly: Path, number: int) -> list[Execution]:
+    with Rehearsal.start(cloud_assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        aws.send(_order(number)[0])
+        return aws.run()
 
 
 def test_executions_sharing_a_program_each_keep_their_own_retry_count(aws: Rehearsal) -> None:

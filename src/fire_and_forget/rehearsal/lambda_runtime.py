@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import json
@@ -288,11 +289,17 @@ def _use_asset(asset: Path, top_package: str) -> None:
         if root in sys.path:
             sys.path.remove(root)
         sys.path.insert(0, root)
-    packages = ({path.name for path in asset.iterdir() if path.is_dir()} | {top_package}) - {PATTERN_PACKAGE}
-    for name in list(sys.modules):
-        module_file = getattr(sys.modules[name], "__file__", None) or ""
-        if name.split(".")[0] in packages and not module_file.startswith(root):
+    packages = (_packages_of(asset) | {top_package}) - {PATTERN_PACKAGE}
+    for name, module in list(sys.modules.items()):
+        if name.partition(".")[0] in packages and not (getattr(module, "__file__", None) or "").startswith(root):
             del sys.modules[name]
+
+
+@functools.cache
+def _packages_of(asset: Path) -> frozenset[str]:
+    """The packages an asset directory holds: read once, as a synthesized asset never changes (its name is its
+    hash)."""
+    return frozenset(path.name for path in asset.iterdir() if path.is_dir())
 
 
 def _forget_pattern_functions() -> None:

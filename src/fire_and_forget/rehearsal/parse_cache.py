@@ -2,7 +2,8 @@
 
 moto's Step Functions interpreter builds each execution's program by running the ANTLR parser over the definition
 (ExecutionWorker._get_evaluation_entrypoint): most of an execution's CPU time in the rehearsal, for a result that only
-depends on the definition's text. Here `AmazonStateLanguageParser.parse` keeps what it built per definition text.
+depends on the definition's text. Here `AmazonStateLanguageParser.parse` keeps what it built per definition text, for
+the whole process: the rehearsals of one template, one after the other, share its programs too.
 
 Sharing one program between executions is sound because its components keep per-execution state in the execution's
 environment, not in themselves: the only lazily set attribute is a component's `heap_key`, under which a Retry keeps
@@ -13,7 +14,7 @@ shared, so two executions reaching a retrier for the first time at once cannot g
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, ClassVar
 
 from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
@@ -38,25 +39,30 @@ def _settle_heap_keys(program: EvalComponent) -> None:
 
 
 class ParseCache:
-    """While installed, `AmazonStateLanguageParser.parse` keeps what it built per definition text."""
+    """While installed, `AmazonStateLanguageParser.parse` keeps what it built per definition text, in one store for
+    the process."""
+
+    # Definition text -> (program, parse tree), and how many times the real parser ran in this process: once per
+    # distinct definition, whichever rehearsal met it first.
+    _programs: ClassVar[dict[str, tuple[Any, Any]]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+    parses: ClassVar[int] = 0
 
     def __init__(self) -> None:
-        self.parses = 0  # how many times the real parser ran: once per distinct definition
-        self._programs: dict[str, tuple[Any, Any]] = {}
-        self._lock = threading.Lock()
         self._original: Any = None
 
     def install(self) -> None:
         original = self._original = AmazonStateLanguageParser.parse
+        programs, lock = ParseCache._programs, ParseCache._lock
 
         def parse(definition: str) -> tuple[Any, Any]:
-            with self._lock:
-                if definition not in self._programs:
+            with lock:
+                if definition not in programs:
                     program, tree = original(definition)  # a definition with a syntax error raises, is not kept
                     _settle_heap_keys(program)
-                    self._programs[definition] = (program, tree)
-                    self.parses += 1
-                return self._programs[definition]
+                    programs[definition] = (program, tree)
+                    ParseCache.parses += 1
+                return programs[definition]
 
         AmazonStateLanguageParser.parse = staticmethod(parse)  # type: ignore[method-assign]
 

@@ -11,12 +11,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
 from botocore.config import Config
 from moto import mock_aws
 from moto.stepfunctions.responses import get_backend
 
-from fire_and_forget.rehearsal import client_cache, parse_cache
+from fire_and_forget.rehearsal import client_cache, parse_cache, snapshot
 from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
 from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
 from fire_and_forget.rehearsal.capacity import CapacityMeter
@@ -82,10 +81,13 @@ class Rehearsal:
     the pipeline's outputs: `Rehearsal.start(Path("cdk.out"), stack_name="FireAndForget-Catalog")`."""
 
     def __init__(self, assembly: CloudAssembly, region: str = "us-east-1",
-                 execution_timeout_seconds: int | None = None) -> None:
+                 execution_timeout_seconds: int | None = None, reuse_deployment: bool = True) -> None:
         self.assembly = assembly
         self.region = region
         self._execution_timeout = execution_timeout_seconds
+        # Restore the state the first deploy of this template in this process left, instead of deploying again
+        # (fire_and_forget/rehearsal/snapshot.py); False deploys afresh.
+        self._reuse_deployment = reuse_deployment
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True},
                                       "lambda": {"use_docker": False}})
         # The one clock of the process while the rehearsal is open: the real UTC time at deployment, moved only by
@@ -136,13 +138,14 @@ class Rehearsal:
             self._uninstall_stop_dates = install_stop_dates()
             self._uninstall_history_cache = install_history_cache()
             self._uninstall_capacity = self.capacity.install()
-            self.stack = deploy(self.assembly, self.region)
+            self.stack = snapshot.deploy_once(self.assembly, self.region, deploy, reuse=self._reuse_deployment)
             # Typed Any: the probes pass service responses on as plain dicts.
-            self.sqs: Any = boto3.client("sqs", region_name=self.region)
-            self.sfn: Any = boto3.client("stepfunctions", region_name=self.region)
-            self.sns: Any = boto3.client("sns", region_name=self.region)
-            self.dynamodb: Any = boto3.client("dynamodb", region_name=self.region)
-            self.cloudwatch: Any = boto3.client("cloudwatch", region_name=self.region)
+            aws = client_cache.session()
+            self.sqs: Any = aws.client("sqs", region_name=self.region)
+            self.sfn: Any = aws.client("stepfunctions", region_name=self.region)
+            self.sns: Any = aws.client("sns", region_name=self.region)
+            self.dynamodb: Any = aws.client("dynamodb", region_name=self.region)
+            self.cloudwatch: Any = aws.client("cloudwatch", region_name=self.region)
             # Looked up once: queue ARNs cost one GetQueueAttributes each.
             task_names, queue_urls = self._task_names(), self._queue_urls()
             self.runtime = LambdaRuntime(asset_directories(self.assembly), task_names, self.faults,
@@ -157,8 +160,8 @@ class Rehearsal:
                                           account=ACCOUNT, region=self.region)
             self.bus.on_execution_finished = self.metrics.execution_finished  # the announcer's AWS/States data
             # One attempt per Invoke: the emulated callers (mapping, scheduler) decide what is retried, not botocore.
-            self.lambda_: Any = boto3.client("lambda", region_name=self.region,
-                                             config=Config(retries={"total_max_attempts": 1}))
+            self.lambda_: Any = aws.client("lambda", region_name=self.region,
+                                           config=Config(retries={"total_max_attempts": 1}))
             # moto builds its router of a REST service's operations on that service's first request, and nothing
             # stops concurrent first requests from each building one (tens of executions invoking their first
             # function at once: a tenth of a second each). One request now builds it before any execution runs.
@@ -215,7 +218,13 @@ class Rehearsal:
         """Drain the source queue through the pipe, let every execution go as far as it can without the clock
         moving, emit the events of those that ended, then let the event source mappings consume what the rules
         queued (a reconciler); again until nothing new happens. An execution held by a fault, or waiting for a
-        timeout, is left running: it goes on when `advance` moves the clock past what it waits for."""
+        timeout, is left running: it goes on when `advance` moves the clock past what it waits for. Returns every
+        execution of the workflow so far."""
+        self._run_until_quiet(timeout_seconds)
+        return self.executions()
+
+    def _run_until_quiet(self, timeout_seconds: float) -> None:
+        """`run` without its answer: what `advance` does at every stop of the clock, where nobody reads it."""
         deadline = time.monotonic() + timeout_seconds
         for _ in range(MAX_SETTLE_ROUNDS):
             self.drain()
@@ -223,7 +232,7 @@ class Rehearsal:
             consumed = self.event_sources.drain()
             if not self._discover_executions() and not consumed:
                 self.metrics.publish()
-                return self.executions()
+                return
         raise RuntimeError(f"the rehearsal was not quiet after {MAX_SETTLE_ROUNDS} rounds")
 
     def _settle(self, deadline: float, timeout_seconds: float) -> None:
@@ -247,7 +256,8 @@ class Rehearsal:
     def advance(self, seconds: float, timeout_seconds: float = 300.0) -> list[Firing]:
         """Compressed time: move the virtual clock `seconds` on, firing each schedule whenever its period elapses;
         after each firing the rehearsal runs until quiet (what a redrive started ends, is announced, reconciled)."""
-        return self.scheduler.advance(seconds, settle=lambda: self.run(timeout_seconds), wakeups=self._next_wakeup)
+        return self.scheduler.advance(seconds, settle=lambda: self._run_until_quiet(timeout_seconds),
+                                      wakeups=self._next_wakeup)
 
     def _next_wakeup(self) -> datetime | None:
         """The next moment something waits for: a timeout on the clock, a message becoming visible again."""
@@ -335,7 +345,7 @@ class Rehearsal:
         from moto.cloudformation.models import cloudformation_backends
 
         definition = self.pipe.definition
-        pipes = boto3.client("pipes", region_name=self.region)
+        pipes = client_cache.session().client("pipes", region_name=self.region)
         if any(p["Name"] == definition.name for p in pipes.list_pipes().get("Pipes", [])):
             return
         created = pipes.create_pipe(Name=definition.name, Source=definition.source_queue_arn,
