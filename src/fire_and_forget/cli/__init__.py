@@ -7,8 +7,9 @@ The names below are the public API; the submodules are not. Needs the `cli` extr
 from typing import TYPE_CHECKING, Any
 
 from fire_and_forget.cli.aws import Clients
-from fire_and_forget.cli.cli_common import AsJson, Profile, Region, run
+from fire_and_forget.cli.cli_common import AsJson, OutputOption, Profile, Query, Region, checked_presentation, run
 from fire_and_forget.cli.errors import ExitCode, UsageError
+from fire_and_forget.cli.output import OutputFormat, Presentation
 from fire_and_forget.cli.stack import DeployedStack
 from fire_and_forget.cli.trend_page import Run as TrendRun
 from fire_and_forget.cli.trend_page import Table as TrendTable
@@ -18,8 +19,9 @@ from fire_and_forget.cli.trend_page import runs_window as trend_window
 if TYPE_CHECKING:
     from fire_and_forget.cli.aws import RETRIES
 
-__all__ = ["RETRIES", "AsJson", "Clients", "DeployedStack", "ExitCode", "Profile", "Region", "TrendRun", "TrendTable",
-           "UsageError", "run", "trend_page", "trend_window"]
+__all__ = ["RETRIES", "AsJson", "Clients", "DeployedStack", "ExitCode", "OutputFormat", "OutputOption", "Presentation",
+           "Profile", "Query", "Region", "TrendRun", "TrendTable", "UsageError", "checked_presentation", "run",
+           "trend_page", "trend_window"]
 
 
 def __getattr__(name: str) -> Any:
