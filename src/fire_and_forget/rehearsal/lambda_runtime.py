@@ -6,7 +6,6 @@ import functools
 import importlib
 import io
 import json
-import logging
 import os
 import sys
 import threading
@@ -14,7 +13,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.exceptions import JsonRESTError
 
+from fire_and_forget.rehearsal import function_output
 from fire_and_forget.rehearsal.clock import VirtualClock
 from fire_and_forget.rehearsal.faults import FaultKind, FaultPlan
 
@@ -227,16 +227,13 @@ class LambdaRuntime:
         # environment, never an emptied one (os.environ.clear() would leave them without credentials or region).
         saved = {key: os.environ.get(key) for key in wanted}
         os.environ.update(wanted)
-        output = io.StringIO()
-        # EMF metrics are print()ed; Powertools Logger writes to the stream its handler was created with.
-        streams = _stream_handlers()
-        saved_streams = [(handler, handler.setStream(output)) for handler in streams]
+        # Its EMF metrics (print()ed) and its logs go to this invocation's buffer, without swapping the process's
+        # stdout under the other threads (fire_and_forget/rehearsal/function_output.py).
+        function_output.route_log_handlers()
         try:
-            with redirect_stdout(output):
+            with function_output.capture() as output:
                 yield output
         finally:
-            for handler, stream in saved_streams:
-                handler.setStream(stream)
             for key, value in saved.items():
                 if value is None:
                     os.environ.pop(key, None)
@@ -252,7 +249,9 @@ class LambdaRuntime:
             # names from the environment at import, which differs from one pipeline's functions to another's.
             _forget_pattern_functions()
             self._pattern_asset = asset
-        return getattr(importlib.import_module(module_name), attribute)
+        handler = getattr(importlib.import_module(module_name), attribute)
+        function_output.route_log_handlers()  # the loggers its import created write to its invocations' output too
+        return handler
 
     def _collect(self, output: str) -> None:
         for line in output.splitlines():
@@ -264,15 +263,6 @@ class LambdaRuntime:
                 self.metric_documents.append(document)
             elif isinstance(document, dict):
                 self.log_lines.append(document)
-
-
-def _stream_handlers() -> list[logging.StreamHandler[Any]]:
-    """The stream handlers of every logger, e.g. the one Powertools' Logger created at import time."""
-    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
-                                      if isinstance(lg, logging.Logger))]
-    return [h for lg in loggers for h in lg.handlers
-            if type(h) is logging.StreamHandler and h.stream in (sys.stdout, sys.__stdout__) or
-            (type(h) is logging.StreamHandler and isinstance(h.stream, io.StringIO))]
 
 
 def _use_asset(asset: Path, top_package: str) -> None:
