@@ -87,21 +87,32 @@ def plan(orders: int, seed: int, chaos: bool) -> Plan:
     valid = [s for s in samples if s.kind is OrderKind.VALID]
     for _ in range(resends):
         samples.insert(rng.randrange(len(samples) + 1), rng.choice(valid))
-    aborted = [s.order_id or "" for s in rng.sample(valid, k=min(3, len(valid)))] if chaos else []
-    # (chaos_faults picks its orders from a generator of its own, so aborts and faults may share an order.)
+    once = sent_once(samples)
+    aborted = rng.sample(once, k=min(3, len(once))) if chaos else []
+    # (chaos_faults picks its orders from a generator of its own, among the orders no abort ends.)
     return Plan(samples, resends, int(orders * SQS_DUPLICATE_SHARE), aborted)
+
+
+def sent_once(samples: Sequence[SampleOrder]) -> list[str]:
+    """The valid orders the producer sends once, in the order they are sent.
+
+    Faults and aborts go only on these. Two messages of one order race each other: the second is absorbed while the
+    first attempt owns the work, and runs again once a failed first attempt has let go of it. Which happens depends
+    on how the pipe's and the executions' threads interleave, not on the seed, so a fault on a resent order would
+    change the run's outcome table with the machine's load."""
+    ids = [s.order_id for s in samples if s.kind is OrderKind.VALID and s.order_id]
+    return [order_id for order_id in ids if ids.count(order_id) == 1]
 
 
 def chaos_faults(rng: random.Random, samples: list[SampleOrder], aborted: Sequence[str] = ()) -> list[Fault]:
     """Transient faults that retries absorb, one that only an automatic redrive absorbs, and a few that nothing
-    absorbs, each on chosen orders, so the same seed gives the same outcome whatever order the executions' threads
-    run in."""
-    valid = [s.order_id for s in samples if s.kind is OrderKind.VALID and s.order_id]
+    absorbs, each on its own order: one sent once (sent_once), so the same seed gives the same outcome whatever order
+    the executions' threads run in, and one no abort ends before the fault shows."""
+    valid = [order_id for order_id in sent_once(samples) if order_id not in aborted]
     picked = rng.sample(valid, k=min(10, len(valid)))
     recover, doomed = picked[:6], picked[6:]
-    # The order the redrive heals: one no other fault, abort or producer resend touches (an abort would end it
-    # before shipping; a resend would share the fault's five calls).
-    healed = next((o for o in valid if o not in picked and o not in aborted and valid.count(o) == 1), None)
+    # The order the redrive heals: one no other fault touches.
+    healed = next((o for o in valid if o not in picked), None)
     faults = [
         # Absorbed by the Retry fields (each fewer times than MaxAttempts).
         Fault("ReserveInventory", FaultKind.SERVICE_ERROR, times=2, key=recover[0]),
@@ -218,6 +229,11 @@ def run_demo(aws: Rehearsal, console: Console, *, orders: int, chaos: bool, seed
     return summarize(aws, ledger, bodies, the_plan, elapsed, units, orders=orders, chaos=chaos, seed=seed)
 
 
+def _most_first(counts: Counter[str]) -> dict[str, int]:
+    """Most first, ties by name: the same run gives the same order whichever of its executions ended first."""
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
 def write_reports(result: dict[str, Any], report: Path) -> None:
     """The JSON report, and the failure-trend page next to it (same name, .html)."""
     report.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
@@ -314,8 +330,8 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
         "options": options,
         "elapsed_seconds": round(elapsed, 2),
         "messages_in": len(bodies),
-        "outcomes": dict(outcomes),
-        "errors": dict(Counter(f.error for f in ledger.fates.values() if f.error)),
+        "outcomes": _most_first(outcomes),
+        "errors": _most_first(Counter(f.error for f in ledger.fates.values() if f.error)),
         "failure_dlq_sample": sorted(
             ({"orderId": _order_id(f["record"]["body"]), "error": f["failure"]["error"],
               "failedState": f["failure"]["state"], "manualRepair": f["manualRepair"]} for f in failures),
@@ -323,7 +339,7 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
         )[:SAMPLE_SIZE],
         "notifications": {"count": len(notifications),
                           "subjects": [s or t.splitlines()[0] for s, t in notifications[:5]],
-                          "by_subject": dict(Counter(s or t.splitlines()[0] for s, t in notifications).most_common())},
+                          "by_subject": _most_first(Counter(s or t.splitlines()[0] for s, t in notifications))},
         "timeline": timeline(executions.values(), failures),
         "conservation": {
             "in": len(bodies),
@@ -339,7 +355,7 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
             "saga_violations": saga_violations(aws, ledger, bodies),
         },
         "transitions_per_outcome": {
-            k: {"mean": round(sum(v) / len(v), 2), "min": min(v), "max": max(v)} for k, v in transitions.items()
+            k: {"mean": round(sum(v) / len(v), 2), "min": min(v), "max": max(v)} for k, v in sorted(transitions.items())
         },
         "cost_per_million_orders_usd": round(per_million(total, len(bodies)), 2),
         "usage": vars(total),
