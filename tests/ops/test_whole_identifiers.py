@@ -7,6 +7,7 @@ only, and copying it gives it back whole). Order numbers are 76xx: the package's
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import uuid4
@@ -113,3 +114,18 @@ def test_status_lists_each_recent_execution_with_its_key(aws: Rehearsal, cli: Cl
         for e in [e for e in recent if e["key"]]:  # each execution's line names its key
             assert any(e["name"] in line and e["key"] in line for line in lines), (width, e, "\n".join(lines))
         assert _broken(lines, [aws.outputs["PipeName"]]) == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_failures_redrive_keeps_each_key_beside_its_new_message_id(
+    cli: CliRunner, two_records_of_one_key: list[dict[str, Any]], width: int
+) -> None:
+    # When the operator redrives a record at this width
+    unserved = next(r for r in two_records_of_one_key if r["error"] == "ShippingUnavailable")
+    result = cli.invoke(app, ["failures", "redrive", "--error", "ShippingUnavailable", "--yes"],
+                        env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    # Then the line that says it was redriven holds the key, its error and the message id it was resent as, whole
+    resent = re.findall(rf"redriven  {unserved['key']}  ShippingUnavailable -> ([0-9a-f-]{{36}})$", result.stdout,
+                        flags=re.MULTILINE)
+    assert len(resent) == 1, (width, result.stdout)

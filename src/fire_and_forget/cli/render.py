@@ -188,7 +188,7 @@ def redrive_progress(console: Console, outcome: Outcome) -> None:
     label = outcome.key or outcome.message_id
     detail = f" -> {outcome.new_message_id}" if outcome.new_message_id else ""
     reason = f" ({outcome.reason})" if outcome.reason else ""
-    console.print(f"{outcome.action.value:>22}  {label}  {outcome.error or ''}{detail}{reason}")
+    line(console, f"{outcome.action.value:>22}  {label}  {outcome.error or ''}{detail}{reason}")
 
 
 def redrive_summary(console: Console, report: RedriveReport) -> None:
