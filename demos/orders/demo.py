@@ -121,9 +121,14 @@ def chaos_faults(rng: random.Random, samples: list[SampleOrder], aborted: Sequen
         Fault("ChargePayment", FaultKind.SERVICE_ERROR, times=1, key=recover[3]),
         # Absorbed by the pipe and SQS: the hand-over is refused twice, the message comes back, then starts.
         Fault("StartExecution", FaultKind.START_REFUSED, times=2, key=recover[4]),
-        # Absorbed by HandleFailure's and NotifyFailure's retries, whichever failure meets them first.
-        Fault("FailureDlq", FaultKind.UNAVAILABLE, times=2),
-        Fault("AlertsTopic", FaultKind.UNAVAILABLE, times=2),
+    ]
+    # Absorbed by HandleFailure's and NotifyFailure's retries, on the crashed order's failure (recorded and announced
+    # at once): on whichever failure met them first, their retries would move between outcomes with the threads'
+    # timing.
+    recorded_by = doomed[1] if len(doomed) == 4 else None
+    faults += [
+        Fault("FailureDlq", FaultKind.UNAVAILABLE, times=2, key=recorded_by),
+        Fault("AlertsTopic", FaultKind.UNAVAILABLE, times=2, key=recorded_by),
     ]
     if healed is not None:
         # Outlasts one execution's Retry (1 + 4 calls): compensated, recorded unannounced, healed by the first
