@@ -142,7 +142,7 @@ explore: install ## the interleaving explorer at its large bound: two faults per
 
 .PHONY: wide
 wide: install ## the wider searches that do not fit the suite: property tests at 5x their examples, both explorers' large bounds
-	FF_WIDE=1 $(RUN) pytest -p no:xdist -q tests/workflow/test_properties.py tests/handlers/test_saga_properties.py
+	FF_WIDE=1 $(RUN) pytest -p no:xdist -q tests/workflow/test_properties.py tests/handlers/test_saga_properties.py tests/unit/test_transaction_rollback.py
 	$(MAKE) explore
 	$(MAKE) explore-healing
 
