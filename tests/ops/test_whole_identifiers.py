@@ -117,15 +117,20 @@ def test_status_lists_each_recent_execution_with_its_key(aws: Rehearsal, cli: Cl
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_failures_redrive_keeps_each_key_beside_its_new_message_id(
+def test_failures_redrive_names_each_record_by_key_and_message_id_on_one_line(
     cli: CliRunner, two_records_of_one_key: list[dict[str, Any]], width: int
 ) -> None:
-    # When the operator redrives a record at this width
     unserved = next(r for r in two_records_of_one_key if r["error"] == "ShippingUnavailable")
+    row = f"{unserved['key']}  {unserved['messageId']}  ShippingUnavailable"
+    # When the operator tries a redrive first: its row names the record by key and message id, on one line
+    dry = cli.invoke(app, ["failures", "redrive", "--error", "ShippingUnavailable", "--dry-run"],
+                     env={"COLUMNS": str(width)})
+    assert dry.exit_code == 0, dry.output
+    assert f"would-redrive  {row}" in dry.stdout.splitlines()[0], (width, dry.stdout)
+    # And then redrives it
     result = cli.invoke(app, ["failures", "redrive", "--error", "ShippingUnavailable", "--yes"],
                         env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.output
-    # Then the line that says it was redriven holds the key, its error and the message id it was resent as, whole
-    resent = re.findall(rf"redriven  {unserved['key']}  ShippingUnavailable -> ([0-9a-f-]{{36}})$", result.stdout,
-                        flags=re.MULTILINE)
+    # Then the line that says it was redriven holds the key, the message id, the error and the id it was resent as
+    resent = re.findall(rf"redriven  {row} -> ([0-9a-f-]{{36}})$", result.stdout, flags=re.MULTILINE)
     assert len(resent) == 1, (width, result.stdout)

@@ -185,7 +185,8 @@ def attributes(message_attributes: dict[str, Any]) -> str:
 
 
 def redrive_progress(console: Console, outcome: Outcome) -> None:
-    label = outcome.key or outcome.message_id
+    """One unbroken line per record: its key and message id (two records of one key differ by the id), its error."""
+    label = f"{outcome.key}  {outcome.message_id}" if outcome.key else outcome.message_id
     detail = f" -> {outcome.new_message_id}" if outcome.new_message_id else ""
     reason = f" ({outcome.reason})" if outcome.reason else ""
     line(console, f"{outcome.action.value:>22}  {label}  {outcome.error or ''}{detail}{reason}")
