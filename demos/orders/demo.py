@@ -101,7 +101,8 @@ def sent_once(samples: Sequence[SampleOrder]) -> list[str]:
     on how the pipe's and the executions' threads interleave, not on the seed, so a fault on a resent order would
     change the run's outcome table with the machine's load."""
     ids = [s.order_id for s in samples if s.kind is OrderKind.VALID and s.order_id]
-    return [order_id for order_id in ids if ids.count(order_id) == 1]
+    sent = Counter(ids)
+    return [order_id for order_id in ids if sent[order_id] == 1]
 
 
 def chaos_faults(rng: random.Random, samples: list[SampleOrder], aborted: Sequence[str] = ()) -> list[Fault]:

@@ -16,11 +16,11 @@ from fire_and_forget.rehearsal import LAMBDA_BILLED_MS, PRICES, PRICES_READ_ON, 
 
 
 def _counts(title: str, label: str, counts: dict[str, int]) -> Table:
-    """Messages per key, most first, ties by name (a run's threads finish in no fixed order)."""
+    """Messages per key, in the report's order (most first, ties by name: demo.summarize)."""
     table = Table(title=title)
     table.add_column(label)
     table.add_column("messages", justify="right")
-    for key, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+    for key, count in counts.items():
         table.add_row(escape(key), str(count))
     return table
 

@@ -2,7 +2,7 @@
 
 moto makes a transaction all-or-nothing by copying, before it writes, every table the transaction touches, whole, and
 putting the copies back if any of its actions fails. A transaction's cost then grows with its tables: in a demo of
-300 messages those copies were about a fifth of the run's time. A transaction can change only the items its
+300 messages those copies take about a fifth of the run's time. A transaction can change only the items its
 actions name (Put, Update, Delete and ConditionCheck each name one key), so a copy of those items is enough to undo
 it. Here each is copied before moto runs the transaction, moto's own whole-table copies are skipped for the calling
 thread, and the items are put back if the transaction fails, so its tables are what they were before it, as with
@@ -90,25 +90,17 @@ def _save(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> lis
             if table.range_key_attr not in key:
                 continue
             range_key = DynamoType(key[table.range_key_attr])
-        stored = _stored(table, hash_key, range_key)
         shard = table.stream_shard
-        saved.append(_Saved(table, hash_key, range_key, copy.deepcopy(stored),
+        saved.append(_Saved(table, hash_key, range_key, copy.deepcopy(table.get_item(hash_key, range_key)),
                             len(shard.items) if shard is not None else None))
     return saved
-
-
-def _stored(table: Table, hash_key: DynamoType, range_key: DynamoType | None) -> Item | None:
-    items: Any = table.items  # {hash: Item}, or {hash: {range: Item}} with a range key
-    if range_key is None:
-        return items.get(hash_key)  # type: ignore[no-any-return]
-    return items[hash_key].get(range_key) if hash_key in items else None
 
 
 def _restore(saved: list[_Saved]) -> None:
     """Each saved item back as it was (all were saved before the transaction wrote anything, so an item two actions
     name, which moto refuses, is saved twice alike)."""
     for entry in saved:
-        items: Any = entry.table.items
+        items: Any = entry.table.items  # {hash: Item}, or {hash: {range: Item}} with a range key
         if entry.range_key is None:
             if entry.item is None:
                 items.pop(entry.hash_key, None)
