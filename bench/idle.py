@@ -103,7 +103,7 @@ def measure(assembly: Path, hours: float = 24.0) -> Idle:
 
     idle = Idle(hours=hours)
     with Rehearsal.start(assembly) as aws:
-        aws.run()  # whatever the deployment itself set off, before the day starts
+        aws.run_until_quiet()  # whatever the deployment itself set off, before the day starts
         counted = {"sqs": 0, "sns": 0}
         patched: list[tuple[type, str, Any]] = []
 

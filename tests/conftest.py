@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from fire_and_forget.rehearsal import client_cache
 from tests.support.cdk import CATALOG_STACK_NAME, load_template, synthesize, synthesize_once
 
 # Set before any boto3 client exists, so nothing can reach a real account.
@@ -20,6 +21,9 @@ os.environ.update(
     AWS_REGION="us-east-1",
 )
 os.environ.pop("AWS_PROFILE", None)
+# Every boto3 session of the run reads botocore's models from one copy, as a rehearsal's do: the tests that build
+# moto accounts of their own make clients by the thousand, each from moto's new default session.
+client_cache.share_models()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -58,7 +58,7 @@ def run_catalog_demo(aws: Rehearsal, console: Console, *, products: int, chaos: 
         aws.pipe.duplicate_next = the_plan.sqs_duplicates if wave == "first" else 0
         if chaos and wave == "second":
             faults += [aws.faults.add(fault) for fault in handover_faults()]
-        aws.run()
+        aws.run_until_quiet()
     advance_past_retries(aws)  # nothing should wait for an automatic retry: the chaos above is absorbed by Retry
     console.print(
         f"Fired {len(expected)} product messages into {aws.stack.name}'s source queue in two waves "

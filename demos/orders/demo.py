@@ -281,7 +281,7 @@ def _process(aws: Rehearsal, the_plan: Plan, console: Console) -> None:
     pipe.join()
     if not console.is_terminal:
         console.print(f"{len(aws.pipe.stats.started)} executions finished.")
-    aws.run()  # emits the status-change events and drains anything the visibility timeout brought back
+    aws.run_until_quiet()  # emits the status-change events and drains anything the visibility timeout brought back
 
 
 def _heal(aws: Rehearsal, console: Console) -> None:

@@ -77,7 +77,7 @@ class PracticeAccount:
 
     def settle(self, timeout_seconds: float = 60.0) -> None:
         """Wait until the source queue is drained and every execution has ended and been announced."""
-        self.aws.run(timeout_seconds)
+        self.aws.run_until_quiet(timeout_seconds)
 
     def _pump_loop(self) -> None:
         while True:
@@ -87,7 +87,7 @@ class PracticeAccount:
             self._work.clear()  # a request answered from here on sets it again: one more round after this one
             self.rounds += 1
             try:
-                self.aws.run(timeout_seconds=600)
+                self.aws.run_until_quiet(timeout_seconds=600)
             except Exception as error:  # keep pumping: a failed poll is retried on the next round, like the pipe
                 self.pump_errors.append(repr(error))
                 log.warning("the practice pipe failed a round: %r", error)

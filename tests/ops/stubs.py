@@ -75,7 +75,7 @@ def stubbed() -> Iterator[dict[str, Stubber]]:
 
 @pytest.fixture
 def stubbed_cli(stubbed: dict[str, Stubber], monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    clients = Clients(REGION, *(stubbed[n].client for n in SERVICES))  # type: ignore[arg-type]
+    clients = Clients(REGION, lambda service: stubbed[service].client)
     monkeypatch.setattr(fire_and_forget.cli.cli_common, "connect", lambda **_: clients)
     monkeypatch.setattr(fire_and_forget.cli.cli_common, "now", lambda: NOW)
     return CliRunner()

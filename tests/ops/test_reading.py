@@ -105,3 +105,29 @@ def test_status_reports_queues_pipe_and_recent_failed_executions(aws: Rehearsal,
         for e in recent
     ]
     assert "failure DLQ" in human.stdout
+
+
+def test_a_command_makes_only_the_clients_of_the_services_it_calls(
+    aws: Rehearsal, cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a count of the clients ff-ops makes, and of the services they send requests to
+    made: list[str] = []
+    called: set[str] = set()
+    original = boto3.session.Session.client
+
+    def counted(session: boto3.session.Session, service: str, *args: Any, **kwargs: Any) -> Any:
+        made.append(service)
+        client = original(session, service, *args, **kwargs)
+        client.meta.events.register("before-call", lambda **_: called.add(service))
+        return client
+
+    monkeypatch.setattr(boto3.session.Session, "client", counted)
+    failed_orders(aws, 1)
+    made.clear()
+    called.clear()
+    # When an operator lists the failures
+    code, _ = ff_ops(cli, "failures", "list")
+    # Then each client made was made once and sent requests: the others of the seven are never loaded
+    assert code == 0
+    assert sorted(made) == sorted(called) and len(made) == len(set(made))
+    assert "cloudformation" in made and "pipes" not in made

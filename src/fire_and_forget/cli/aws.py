@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from botocore.config import Config
@@ -38,18 +38,43 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass(frozen=True)
 class Clients:
-    """One client per service ff-ops calls."""
+    """One client per service ff-ops calls, each made the first time a command asks for it: a client loads its
+    service's model from disk (about 20 ms apiece), and most commands call two or three of the seven services."""
 
-    region: str
-    cloudformation: CloudFormationClient
-    sqs: SQSClient
-    sfn: SFNClient
-    pipes: EventBridgePipesClient
-    cloudwatch: CloudWatchClient
-    dynamodb: DynamoDBClient  # `executions redrive` reads the Reconciler's claims in the deliveries table
-    sts: Any  # GetCallerIdentity, the audit's "who" (no stubs for STS among the dev dependencies)
+    def __init__(self, region: str, make: Callable[[str], Any]) -> None:
+        self.region = region
+        self._make = make  # boto3 service name -> a client of it
+
+    @functools.cached_property
+    def cloudformation(self) -> CloudFormationClient:
+        return cast("CloudFormationClient", self._make("cloudformation"))
+
+    @functools.cached_property
+    def sqs(self) -> SQSClient:
+        return cast("SQSClient", self._make("sqs"))
+
+    @functools.cached_property
+    def sfn(self) -> SFNClient:
+        return cast("SFNClient", self._make("stepfunctions"))
+
+    @functools.cached_property
+    def pipes(self) -> EventBridgePipesClient:
+        return cast("EventBridgePipesClient", self._make("pipes"))
+
+    @functools.cached_property
+    def cloudwatch(self) -> CloudWatchClient:
+        return cast("CloudWatchClient", self._make("cloudwatch"))
+
+    @functools.cached_property
+    def dynamodb(self) -> DynamoDBClient:
+        """`executions redrive` reads the Reconciler's claims in the deliveries table."""
+        return cast("DynamoDBClient", self._make("dynamodb"))
+
+    @functools.cached_property
+    def sts(self) -> Any:
+        """GetCallerIdentity, the audit's "who" (no stubs for STS among the dev dependencies)."""
+        return self._make("sts")
 
 
 def connect(region: str | None = None, profile: str | None = None) -> Clients:
@@ -59,13 +84,8 @@ def connect(region: str | None = None, profile: str | None = None) -> Clients:
     retries = _retries()
     # botocore reads AWS_DEFAULT_REGION; AWS_REGION is what the AWS CLI v2 and the SDKs of other languages read.
     session = boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None, profile_name=profile)
-    return Clients(
-        region=session.region_name or "",
-        cloudformation=session.client("cloudformation", config=retries),
-        sqs=session.client("sqs", config=retries),
-        sfn=session.client("stepfunctions", config=retries),
-        pipes=session.client("pipes", config=retries),
-        cloudwatch=session.client("cloudwatch", config=retries),
-        dynamodb=session.client("dynamodb", config=retries),
-        sts=session.client("sts", config=retries),
-    )
+
+    def make(service: str) -> Any:
+        return session.client(service, config=retries)  # type: ignore[call-overload]
+
+    return Clients(session.region_name or "", make)

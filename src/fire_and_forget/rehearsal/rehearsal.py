@@ -129,6 +129,7 @@ class Rehearsal:
     # -- lifecycle -------------------------------------------------------------------------------------------
 
     def open(self) -> None:
+        client_cache.share_models()
         self._mock.start()
         self.virtual_clock.install()
         self.interpreter_time.install()
@@ -224,11 +225,13 @@ class Rehearsal:
         queued (a reconciler); again until nothing new happens. An execution held by a fault, or waiting for a
         timeout, is left running: it goes on when `advance` moves the clock past what it waits for. Returns every
         execution of the workflow so far."""
-        self._run_until_quiet(timeout_seconds)
+        self.run_until_quiet(timeout_seconds)
         return self.executions()
 
-    def _run_until_quiet(self, timeout_seconds: float) -> None:
-        """`run` without its answer: what `advance` does at every stop of the clock, where nobody reads it."""
+    def run_until_quiet(self, timeout_seconds: float = 300.0) -> None:
+        """`run` without its answer, for a caller that does not read it (`advance` at every stop of the clock, the
+        practice account after every request): describing every execution through the API costs more than a quiet
+        round's work."""
         deadline = time.monotonic() + timeout_seconds
         for _ in range(MAX_SETTLE_ROUNDS):
             self.drain()
@@ -260,7 +263,7 @@ class Rehearsal:
     def advance(self, seconds: float, timeout_seconds: float = 300.0) -> list[Firing]:
         """Compressed time: move the virtual clock `seconds` on, firing each schedule whenever its period elapses;
         after each firing the rehearsal runs until quiet (what a redrive started ends, is announced, reconciled)."""
-        return self.scheduler.advance(seconds, settle=lambda: self._run_until_quiet(timeout_seconds),
+        return self.scheduler.advance(seconds, settle=lambda: self.run_until_quiet(timeout_seconds),
                                       wakeups=self._next_wakeup)
 
     def _next_wakeup(self) -> datetime | None:
