@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from botocore.loaders import JSONFileLoader
+from jsonpath_ng.parser import JsonPathParser
 from moto.core.responses import ActionResult
 
 from demos.orders.samples import OrderKind, make_order, seed_inventory
@@ -42,6 +43,30 @@ def test_each_definition_is_parsed_once_however_many_executions_run_it(aws: Rehe
     # Then they all succeeded and the interpreter built no new program for them
     assert len(executions) == 7 and all(e.status == "SUCCEEDED" for e in executions)
     assert ParseCache.parses == parsed
+
+
+def test_each_json_path_is_parsed_once_however_many_executions_evaluate_it(
+        aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given two orders run through the saga, and a record of the JSONPaths jsonpath_ng parses from then on
+    for number in (1, 2):
+        aws.send(_order(number)[0])
+    aws.run()
+    parsed: list[str] = []
+    original = JsonPathParser.parse
+    monkeypatch.setattr(JsonPathParser, "parse",
+                        lambda self, string, lexer=None: parsed.append(string) or original(self, string, lexer))
+    # When five more run
+    for number in range(3, 8):
+        aws.send(_order(number)[0])
+    executions = aws.run()
+    # Then they succeeded on the paths the first two parsed: none was parsed again
+    assert len(executions) == 7 and all(e.status == "SUCCEEDED" for e in executions)
+    assert parsed == []
+    # And an order that fails parses the paths of its Catch and HandleFailure at most once each
+    aws.send(make_order(OrderKind.DECLINED, 8, random.Random(8)).body)
+    aws.send(make_order(OrderKind.DECLINED, 9, random.Random(9)).body)
+    assert [e.status for e in aws.run()].count("FAILED") == 2
+    assert len(parsed) == len(set(parsed))
 
 
 def test_a_later_rehearsal_parses_no_definition_and_loads_no_service_model_again(
