@@ -11,7 +11,7 @@ its attempt count and back-off in that environment's heap. It is set for every c
 shared, so two executions reaching a retrier for the first time at once cannot give it two keys.
 
 The interpreter also parses every JSONPath it evaluates (a Parameters binding, an InputPath, a Choice's Variable, a
-ResultPath) where it evaluates it: jsonpath_ng builds its PLY parser each time, 0.7 ms a path, a fifth of an order's
+ResultPath) where it evaluates it: jsonpath_ng builds its PLY parser each time, 0.7 ms a path, a fifth of an execution's
 CPU. The parsed expression only depends on the path's text and is not changed by evaluating it (`find` and
 `update_or_create` build new data, never new nodes), so it is kept per text for the process too.
 """
