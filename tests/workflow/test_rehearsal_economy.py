@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,72 @@ def test_the_dynamodb_meter_never_takes_a_fault_planned_for_the_pipeline(aws: Re
     written = aws.capacity.snapshot()
     client.put_item(TableName=table, Item={"sku": {"S": "METER-PROBE"}, "available": {"N": "1"}})
     assert (aws.capacity.snapshot() - written).write == 1
+
+
+def test_a_receive_tests_retention_without_computing_the_queues_attributes(
+        aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
+    # moto computes every attribute of the queue (each count walks every message) per message it hands out, to read
+    # one number: a queue of n messages drained one at a time cost n squared.
+    from moto.sqs.models import Queue
+
+    url = aws.sqs.create_queue(QueueName="retention-probe")["QueueUrl"]
+    aws.sqs.send_message(QueueUrl=url, MessageBody="one")
+    computed: list[str] = []
+    original = Queue.attributes
+    monkeypatch.setattr(Queue, "attributes",
+                        property(lambda queue: computed.append(queue.name) or original.fget(queue)))  # type: ignore[attr-defined]
+    received = aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"]
+    assert [message["Body"] for message in received] == ["one"]
+    assert computed == []
+
+
+def test_a_message_older_than_its_queues_retention_period_is_not_received(aws: Rehearsal) -> None:
+    # SQS deletes a message once it is older than the queue's MessageRetentionPeriod (sqs-queue-parameters.html).
+    url = aws.sqs.create_queue(QueueName="retention-probe", Attributes={"MessageRetentionPeriod": "60"})["QueueUrl"]
+    aws.sqs.send_message(QueueUrl=url, MessageBody="kept")
+    aws.advance(59)
+    kept = aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=0)
+    assert [message["Body"] for message in kept["Messages"]] == ["kept"]
+    aws.advance(1)
+    assert aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", []) == []
+
+
+def test_the_executions_metrics_are_sent_together_when_a_run_ends(
+        aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a record of the AWS/States data the rehearsal sends
+    sent: list[int] = []
+    original = aws.metrics._put
+    monkeypatch.setattr(aws.metrics, "_put", lambda namespace, data: (
+        sent.append(len(data)) if namespace == "AWS/States" else None) or original(namespace, data))
+    # When five orders run
+    for number in range(1, 6):
+        aws.send(_order(number)[0])
+    executions = aws.run()
+    # Then their started and ended counts went in one request, and CloudWatch holds them all
+    assert len(executions) == 5
+    assert sent == [10]
+    statistics = aws.cloudwatch.get_metric_statistics(
+        Namespace="AWS/States", MetricName="ExecutionsSucceeded", Statistics=["Sum"], Period=60,
+        StartTime=aws.now() - timedelta(hours=1), EndTime=aws.now() + timedelta(hours=1),
+        Dimensions=[{"Name": "StateMachineArn", "Value": aws.pipe.definition.target_arn}])
+    assert sum(point["Sum"] for point in statistics["Datapoints"]) == 5
+
+
+def test_moto_lists_a_response_classs_methods_once_however_many_requests_it_serves(
+        aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given one order run (every response class of the saga has served a request)
+    import inspect
+
+    aws.send(_order(1)[0])
+    aws.run()
+    listed: list[object] = []
+    original = inspect.getmembers
+    monkeypatch.setattr(inspect, "getmembers", lambda thing, predicate=None: (
+        listed.append(thing) or original(thing, predicate)))
+    # When two more orders run through the same services
+    for number in (2, 3):
+        aws.send(_order(number)[0])
+    executions = aws.run()
+    # Then they succeeded and no response class was listed again
+    assert len(executions) == 3 and all(e.status == "SUCCEEDED" for e in executions)
+    assert [thing for thing in listed if isinstance(thing, type) and thing.__name__.endswith("Response")] == []

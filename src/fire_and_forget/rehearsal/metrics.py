@@ -53,7 +53,10 @@ MAX_DATA_PER_CALL = 1000  # PutMetricData's limit of metrics per request
 
 
 class ServiceMetrics:
-    """Publishes the rehearsal's metrics; `execution_finished` per execution, `publish` when a run ends."""
+    """Publishes the rehearsal's metrics; `execution_finished` per execution, `publish` when a run ends.
+
+    The executions' data points carry their own timestamps, so they are sent together: when a run ends (`publish`,
+    before anything reads them), or as soon as they fill a PutMetricData request."""
 
     def __init__(self, cloudwatch: Any, runtime: LambdaRuntime, pipe: PipeEmulator, bus: EventBus, *,
                  function_names: dict[str, str], queue_urls: Iterable[str], account: str, region: str) -> None:
@@ -68,6 +71,8 @@ class ServiceMetrics:
         # What was published already: each publication covers what happened since the one before.
         self._invocations = self._documents = self._deliveries = self._start_failures = 0
         self._throttled: Counter[str] = Counter()
+        self._ended: list[dict[str, Any]] = []  # the executions' data not sent yet
+        self._ended_lock = threading.Lock()
 
     # -- per execution ---------------------------------------------------------------------------------------
 
@@ -75,16 +80,24 @@ class ServiceMetrics:
         """ExecutionsStarted at its start and the end state's count at its stop (a DescribeExecution response)."""
         dimensions = [{"Name": "StateMachineArn", "Value": described["stateMachineArn"]}]
         stopped = described.get("stopDate") or datetime.now(UTC)
-        self._put(STATES, [
-            _count("ExecutionsStarted", dimensions, 1, described.get("startDate") or stopped),
-            _count(EXECUTION_ENDED[described["status"]], dimensions, 1, stopped),
-        ])
+        with self._ended_lock:
+            self._ended += [_count("ExecutionsStarted", dimensions, 1, described.get("startDate") or stopped),
+                            _count(EXECUTION_ENDED[described["status"]], dimensions, 1, stopped)]
+            full = len(self._ended) >= MAX_DATA_PER_CALL
+        if full:
+            self._send_ended()
+
+    def _send_ended(self) -> None:
+        with self._ended_lock:
+            data, self._ended = self._ended, []
+        self._put(STATES, data)
 
     # -- per run -----------------------------------------------------------------------------------------------
 
     def publish(self) -> None:
         """Everything that happened since the last publication, and a sample of every queue."""
         now = datetime.now(UTC)
+        self._send_ended()
         self._publish_lambda(now)
         self._publish_pipe(now)
         self._publish_rules(now)

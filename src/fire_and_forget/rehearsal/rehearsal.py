@@ -15,7 +15,7 @@ from botocore.config import Config
 from moto import mock_aws
 from moto.stepfunctions.responses import get_backend
 
-from fire_and_forget.rehearsal import client_cache, parse_cache, snapshot, transactions
+from fire_and_forget.rehearsal import client_cache, moto_dispatch, parse_cache, snapshot, transactions
 from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
 from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
 from fire_and_forget.rehearsal.capacity import CapacityMeter
@@ -112,6 +112,7 @@ class Rehearsal:
         self._uninstall_history_cache: Any = None
         self._uninstall_capacity: Any = None
         self._uninstall_transactions: Any = None
+        self._uninstall_dispatch: Any = None
         self.capacity = CapacityMeter()  # DynamoDB's request units of every call served (capacity.py)
         self.parse_cache = parse_cache.ParseCache()
         self._stopped_executions: dict[tuple[str, str, Any], Execution] = {}
@@ -141,6 +142,7 @@ class Rehearsal:
             self._uninstall_history_cache = install_history_cache()
             self._uninstall_capacity = self.capacity.install()
             self._uninstall_transactions = transactions.install()
+            self._uninstall_dispatch = moto_dispatch.install()
             self.stack = snapshot.deploy_once(self.assembly, self.region, deploy, reuse=self._reuse_deployment)
             # Typed Any: the probes pass service responses on as plain dicts.
             aws = client_cache.session()
@@ -198,6 +200,8 @@ class Rehearsal:
             self._uninstall_capacity()
         if self._uninstall_transactions is not None:
             self._uninstall_transactions()
+        if self._uninstall_dispatch is not None:
+            self._uninstall_dispatch()
         self.parse_cache.uninstall()
         self.clock.uninstall()
         self.interpreter_time.uninstall()

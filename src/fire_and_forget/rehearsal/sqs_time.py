@@ -10,6 +10,10 @@
 - A message is invisible for its visibility timeout and receivable again when it has elapsed; ChangeMessageVisibility
   with 0 makes it "immediately visible" (sqs-visibility-timeout.html). moto tests `now > visible_at`, which on a
   clock that stands still keeps a message released with 0 invisible until the clock moves: here it is `>=`.
+
+One economy, with the same answer: moto tests each message it receives against the queue's retention period by
+computing every attribute of the queue (each count walks every message), once per message received; the retention
+period is read from the queue itself here.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from moto.core.utils import unix_time_millis
+from moto.core.utils import unix_time, unix_time_millis
 from moto.sqs.models import Message, SQSBackend
 
 
@@ -25,10 +29,17 @@ def _visible(message: Message) -> bool:
     return bool(unix_time_millis() >= message.visible_at)
 
 
+def _retained(self: SQSBackend, queue_name: str, message: Message) -> bool:
+    # moto's test, without computing the queue's other attributes: kept until sent + MessageRetentionPeriod.
+    retention_period = int(self.get_queue(queue_name).message_retention_period)  # type: ignore[attr-defined]
+    return bool(retention_period + int(message.sent_timestamp or 0) / 1000 > unix_time())
+
+
 def install_sqs_on_the_clock() -> Callable[[], None]:
-    """Replace moto's receive and visibility test; returns the function that puts moto's back."""
+    """Replace moto's receive, visibility and retention tests; returns the function that puts moto's back."""
     original_receive = SQSBackend.receive_message
     original_visible = Message.visible
+    original_retained = SQSBackend.is_message_valid_based_on_retention_period
 
     def receive_message(self: SQSBackend, queue_name: str, count: int, wait_seconds_timeout: int,
                         visibility_timeout: int, message_attribute_names: list[str] | None = None) -> Any:
@@ -36,9 +47,11 @@ def install_sqs_on_the_clock() -> Callable[[], None]:
 
     SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
     Message.visible = property(_visible)  # type: ignore[assignment,method-assign]
+    SQSBackend.is_message_valid_based_on_retention_period = _retained  # type: ignore[method-assign]
 
     def uninstall() -> None:
         SQSBackend.receive_message = original_receive  # type: ignore[method-assign]
         Message.visible = original_visible  # type: ignore[method-assign]
+        SQSBackend.is_message_valid_based_on_retention_period = original_retained  # type: ignore[method-assign]
 
     return uninstall
