@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.config import Config
 from moto.cloudformation.models import cloudformation_backends
 from moto.cloudformation.parsing import NULL_MODELS, clean_json, get_model_map
 
@@ -69,7 +70,9 @@ def deploy(assembly: CloudAssembly, region: str) -> OfflineStack:
 
 
 def _upload_assets(assembly: CloudAssembly, region: str) -> None:
-    s3 = boto3.client("s3", region_name=region)
+    # No checksum of its own over the body: botocore would compute a CRC32 of the layer's archive in Python, and
+    # moto decode the chunked upload it makes, for an object that never leaves the process.
+    s3 = boto3.client("s3", region_name=region, config=Config(request_checksum_calculation="when_required"))
     for asset in assembly.assets:
         bucket = asset.bucket(ACCOUNT, region)
         if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
