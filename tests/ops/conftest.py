@@ -45,6 +45,7 @@ def aws(deployment: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
     # SQS allows one PurgeQueue a minute per queue; resetting between tests is not what that rule is about.
     monkeypatch.setenv("MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR", "false")
     deployment.faults.clear()
+    forget_releases(deployment)
     # rehearsal.run() describes every execution the pipe ever started; earlier tests' are done and not ours.
     deployment.pipe.stats.started.clear()
     for key in QUEUE_OUTPUTS:
@@ -53,6 +54,14 @@ def aws(deployment: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
         _empty_table(deployment.dynamodb, deployment.outputs[key])
     seed_inventory(deployment.dynamodb, deployment.outputs["InventoryTableName"])
     return deployment
+
+
+def forget_releases(deployment: Rehearsal) -> None:
+    """An earlier test's release of held calls (`release_held`, `faults.release()`) is forgotten too: left set, a
+    HANG fault of the next test would hold nothing."""
+    deployment.faults.released.clear()
+    deployment.faults.holding.clear()
+    deployment.runtime.hanging.clear()
 
 
 @pytest.fixture

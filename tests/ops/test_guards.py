@@ -107,3 +107,23 @@ def test_an_aborted_execution_the_reconciler_settled_is_never_redriven(aws: Rehe
     assert "the Reconciler compensated it, recorded its message in the failure DLQ and announced it" in item["reason"]
     assert document["audit"]["actions"] == 0
     assert aws.execution_status(hung) == "ABORTED"
+
+
+def test_a_hang_holds_after_an_earlier_test_released_held_calls(aws: Rehearsal) -> None:
+    # Given an earlier test's release, left set on the package's one deployment
+    from tests.ops.conftest import forget_releases
+
+    aws.faults.release()
+    # When the next test's reset runs, and that test plans a hang
+    forget_releases(aws)
+    order = make_order(OrderKind.VALID, 9301, random.Random(9301))
+    assert order.order_id is not None
+    aws.faults.add(Fault("ChargePayment", FaultKind.HANG, key=order.order_id))
+    aws.send(order.body)
+    # Then the hang holds its invocation until released, however long the rehearsal runs
+    (hung,) = aws.wait_for_hang()
+    aws.run_until_quiet()
+    assert aws.execution(hung).status == "RUNNING"
+    aws.release_held()
+    aws.run()
+    assert aws.execution(hung).status == "SUCCEEDED"
