@@ -21,6 +21,7 @@ import fire_and_forget.runtime.dlq
 from demos.orders.samples import seed_inventory
 from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from tests.ops.helpers import forget_releases
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
 
@@ -54,14 +55,6 @@ def aws(deployment: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Rehearsal:
         _empty_table(deployment.dynamodb, deployment.outputs[key])
     seed_inventory(deployment.dynamodb, deployment.outputs["InventoryTableName"])
     return deployment
-
-
-def forget_releases(deployment: Rehearsal) -> None:
-    """An earlier test's release of held calls (`release_held`, `faults.release()`) is forgotten too: left set, a
-    HANG fault of the next test would hold nothing."""
-    deployment.faults.released.clear()
-    deployment.faults.holding.clear()
-    deployment.runtime.hanging.clear()
 
 
 @pytest.fixture

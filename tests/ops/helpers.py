@@ -72,3 +72,11 @@ def depth(aws: Rehearsal, output_key: str) -> tuple[int, int]:
 
 def shipped(aws: Rehearsal) -> Counter[str]:
     return Counter(item["orderId"] for item in aws.items("ShipmentsTableName"))
+
+
+def forget_releases(aws: Rehearsal) -> None:
+    """Forget a release of held calls (`release_held`, `faults.release()`) on the package's one deployment: left set,
+    a HANG fault of the next test would hold nothing."""
+    aws.faults.released.clear()
+    aws.faults.holding.clear()
+    aws.runtime.hanging.clear()

@@ -19,7 +19,7 @@ from fire_and_forget.cli.app import app
 from fire_and_forget.cli.errors import ExitCode
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
-from tests.ops.helpers import depth, failed_orders, ff_ops, queued_orders, restock
+from tests.ops.helpers import depth, failed_orders, ff_ops, forget_releases, queued_orders, restock
 from tests.ops.stubs import Clock, audit_lines
 
 
@@ -111,8 +111,6 @@ def test_an_aborted_execution_the_reconciler_settled_is_never_redriven(aws: Rehe
 
 def test_a_hang_holds_after_an_earlier_test_released_held_calls(aws: Rehearsal) -> None:
     # Given an earlier test's release, left set on the package's one deployment
-    from tests.ops.conftest import forget_releases
-
     aws.faults.release()
     # When the next test's reset runs, and that test plans a hang
     forget_releases(aws)

@@ -17,7 +17,7 @@ from demos.orders.cli_smoke import app as smoke_app
 from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
-from tests.ops.helpers import depth, failed_orders, smoke
+from tests.ops.helpers import depth, failed_orders, forget_releases, smoke
 
 RUN_ID = "0123456789ab"
 FAST = ("--timeout", "60", "--poll-seconds", "0")
@@ -45,8 +45,7 @@ def hung(aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rehearsal]
     yield aws
     aws.faults.release()
     aws.run()
-    aws.faults.released.clear()
-    aws.runtime.hanging.clear()
+    forget_releases(aws)
 
 
 def checks(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
+import zipfile
 from typing import Any
 
 import boto3
@@ -34,9 +36,6 @@ def test_each_uploaded_archive_holds_its_asset_directory_file_for_file(aws: Rehe
     # The rehearsal stores its archives rather than deflating them (assembly.py): what CloudFormation unpacks must
     # still be the synthesized asset, every file with its content (but the bytecode the functions' imports wrote
     # into the directory since: the archive is made once per process).
-    import io
-    import zipfile
-
     s3 = boto3.client("s3", region_name=aws.region)
     for asset in aws.assembly.assets:
         body = s3.get_object(Bucket=asset.bucket("123456789012", aws.region), Key=asset.object_key)["Body"].read()
