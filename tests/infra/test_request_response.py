@@ -27,6 +27,7 @@ from fire_and_forget.construct.request_response import (
     check_express_definition,
     check_timeouts,
     visibility_timeout_seconds,
+    with_returned_tail,
 )
 from tests.infra import request_response_app
 from tests.pipeline import minimal
@@ -137,12 +138,56 @@ def test_a_failed_execution_releases_its_claim_and_fails_with_the_failed_states_
     assert release["Parameters"]["ConditionExpression"].startswith("executionArn = :execution")
     assert states[release["Next"]] == {**states[release["Next"]], "Type": "Fail", "ErrorPath": "$.failure.error",
                                        "CausePath": "$.failure.cause"}
-    # A duplicate of a message another execution holds fails too: the message is kept, never deleted unprocessed.
-    assert states["DuplicateDeliveryIgnored"]["Type"] == "Fail"
     assert not {"HandleFailure", "NotifyFailure", "FailureRecorded"} & set(states)
     actions = policy_actions(template, "PipelineWorkflowStateMachineRole")
-    assert "dynamodb:DeleteItem" in actions
+    assert {"dynamodb:DeleteItem", "dynamodb:UpdateItem", "dynamodb:GetItem"} <= actions
     assert not {"dynamodb:PutItem", "sqs:SendMessage", "sns:Publish"} & actions
+
+
+def test_a_duplicate_succeeds_only_when_the_claims_owner_completed_the_delivery(template: dict[str, Any]) -> None:
+    states = definition(template)["States"]
+    read = states["DuplicateDeliveryIgnored"]
+    assert (read["Resource"], read["Parameters"]["ConsistentRead"]) == ("arn:aws:states:::dynamodb:getItem", True)
+    (choice,) = states[read["Next"]]["Choices"]
+    assert choice == {"Variable": "$.owner.Item.deliveredAt", "IsPresent": True, "Next": "DuplicateOfCompletedDelivery"}
+    assert states["DuplicateOfCompletedDelivery"]["Type"] == "Succeed"
+    # Otherwise, and when the claim cannot be read, the message is kept: never deleted unprocessed.
+    returned = states[states[read["Next"]]["Default"]]
+    assert (returned["Type"], returned["Error"]) == ("Fail", "DuplicateDelivery")
+    assert read["Catch"][0]["Next"] == states[read["Next"]]["Default"]
+
+
+def test_every_successful_end_of_the_workflow_records_the_completed_delivery_first(template: dict[str, Any]) -> None:
+    states = definition(template)["States"]
+    assert [name for name, state in states.items() if state.get("Type") == "Succeed" or state.get("End")] == \
+        ["Delivered", "DuplicateOfCompletedDelivery"]
+    assert states["IndexProduct"]["Next"] == "DeliveryCompleted"  # the catalog's task ended the workflow
+    mark = states["DeliveryCompleted"]
+    assert mark["Resource"] == "arn:aws:states:::dynamodb:updateItem"
+    assert mark["Parameters"]["ConditionExpression"] == "executionArn = :execution"  # only its own claim
+    # Failing to record does not fail work already done: the message is still deleted.
+    assert mark["Next"] == mark["Catch"][0]["Next"] == "Delivered"
+
+
+def test_a_succeed_state_of_the_workflow_becomes_a_pass_into_the_completion_and_branch_ends_stay() -> None:
+    workflow = {"StartAt": "Branch", "States": {
+        "Branch": {"Type": "Parallel", "Next": "Done", "Branches": [
+            {"StartAt": "Inner", "States": {"Inner": {"Type": "Pass", "End": True}}}]},
+        "Done": {"Type": "Succeed", "OutputPath": "$.result"},
+        "Stop": {"Type": "Fail", "Error": "Stop"}}}
+
+    states = with_returned_tail(workflow)["States"]
+
+    assert states["Done"] == {"Type": "Pass", "OutputPath": "$.result", "Next": "DeliveryCompleted"}
+    assert states["Branch"]["Branches"][0]["States"]["Inner"] == {"Type": "Pass", "End": True}
+    assert states["Stop"] == {"Type": "Fail", "Error": "Stop"}
+
+
+@pytest.mark.parametrize("name", ["DeliveryCompleted", "Delivered", "DuplicateReturnedToQueue",
+                                  "FailureReturnedToQueue"])
+def test_a_workflow_state_named_like_the_tails_is_refused(name: str) -> None:
+    with pytest.raises(ExpressWorkflowError, match=f"states {name} bear names of the REQUEST_RESPONSE tail"):
+        with_returned_tail({"StartAt": name, "States": {name: {"Type": "Pass", "End": True}}})
 
 
 def test_cfn_lint_reports_nothing_on_the_request_response_stack() -> None:

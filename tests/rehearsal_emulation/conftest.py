@@ -83,7 +83,7 @@ class ProbeAccount:
         """Drain the mappings' queues, moving the clock past each visibility timeout, until nothing comes back."""
         while True:
             self.mappings.drain()
-            moment = self.mappings.next_visible(ACCOUNT, REGION)
+            moment = self.mappings.next_visible()
             if moment is None:
                 return
             self.clock.set(max(moment, self.clock.now()))

@@ -34,6 +34,11 @@ EXPRESS_UNSUPPORTED_PATTERNS = (".sync", ".waitForTaskToken")
 
 RETURNED_TAIL_FILE = Path(__file__).resolve().parent / "asl" / "returned_tail.asl.json"
 FAILURE_RETURNED_TO_QUEUE = "FailureReturnedToQueue"
+# Where every successful end of the workflow goes in this mode: the claim records that the message was processed.
+DELIVERY_COMPLETED = "DeliveryCompleted"
+# The tail states a workflow refers to by name (its Catch paths, its DuplicateDelivery Catch): the workflow must not
+# define them itself.
+ENTRY_STATES = ("ClaimFailure", "DuplicateDeliveryIgnored")
 
 
 class ExpressWorkflowError(ValueError):
@@ -136,15 +141,29 @@ def returned_tail() -> dict[str, Any]:
 
 def with_returned_tail(definition: dict[str, Any], source: str = "the workflow") -> dict[str, Any]:
     """The workflow's states followed by the REQUEST_RESPONSE tail's: ClaimFailure releases the delivery claim and
-    the execution fails with the failed state's error, so that the message goes back to the queue."""
+    the execution fails with the failed state's error, so that the message goes back to the queue; every successful
+    end of the workflow goes through DeliveryCompleted, which marks the claim, so that a later receive of the same
+    message is absorbed as a duplicate of a completed delivery."""
     tail = returned_tail()
-    taken = sorted(set(definition["States"]) & {FAILURE_RETURNED_TO_QUEUE})
+    taken = sorted(set(definition["States"]) & (set(tail) - set(ENTRY_STATES)))
     if taken:
         raise ExpressWorkflowError(f"{source}: states {', '.join(taken)} bear names of the REQUEST_RESPONSE tail: "
                                    "rename them")
     merged = dict(definition)
-    merged["States"] = {**definition["States"], **tail}
+    merged["States"] = {**{name: _completing(state) for name, state in definition["States"].items()}, **tail}
     return merged
+
+
+def _completing(state: dict[str, Any]) -> dict[str, Any]:
+    """A top-level state that would end the execution successfully, sent to DeliveryCompleted instead: an `End`
+    becomes `Next`, a Succeed state a Pass with the same paths (a Fail state, and states inside Parallel branches or
+    Map processors, end only their own branch, and stay)."""
+    if state.get("Type") == "Succeed":
+        return {**state, "Type": "Pass", "Next": DELIVERY_COMPLETED}
+    if state.get("End") is True:
+        completing = {key: value for key, value in state.items() if key != "End"}
+        return {**completing, "Next": DELIVERY_COMPLETED}
+    return state
 
 
 def _all_states(definition: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

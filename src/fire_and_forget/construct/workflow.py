@@ -417,8 +417,10 @@ class WorkflowStateMachine(Construct):
             )
         )
         if returns:
-            # ClaimFailure's conditional delete: a failed execution releases its claim for the next receive.
-            deliveries_table.grant(self.state_machine, "dynamodb:DeleteItem")
+            # ClaimFailure's conditional delete: a failed execution releases its claim for the next receive;
+            # DeliveryCompleted's conditional update and DuplicateDeliveryIgnored's read of the owner's claim.
+            deliveries_table.grant(self.state_machine, "dynamodb:DeleteItem", "dynamodb:UpdateItem",
+                                   "dynamodb:GetItem")
         else:
             assert failure_dlq is not None and alerts_topic is not None
             self.state_machine.add_to_role_policy(

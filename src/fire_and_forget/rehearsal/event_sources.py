@@ -29,11 +29,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from fire_and_forget.rehearsal import sqs_time
 from fire_and_forget.rehearsal.pipe import _record_attribute
 
 EVENT_SOURCE_MAPPING = "AWS::Lambda::EventSourceMapping"
@@ -188,16 +189,9 @@ class EventSourceMappings:
             total += received
         raise RuntimeError(f"the event source mappings' queues did not drain in {max_polls} polls")
 
-    def next_visible(self, account: str, region: str) -> datetime | None:
+    def next_visible(self) -> datetime | None:
         """The earliest moment at which a message now invisible in a mapping's queue can be received again."""
-        from moto.sqs.models import sqs_backends
-
-        backend = sqs_backends[account][region]
-        moments = []
-        for poller in self.pollers:
-            queue = backend.get_queue(poller.mapping.queue_url.rsplit("/", 1)[-1])
-            moments += [message.visible_at for message in queue._messages if not message.visible]  # milliseconds
-        return datetime.fromtimestamp(min(moments) / 1000, UTC) if moments else None
+        return sqs_time.next_visible(poller.mapping.queue_url for poller in self.pollers)
 
     def stats(self, function_name: str) -> MappingStats:
         """The stats of the mapping that invokes `function_name` (the first one, if there are several)."""

@@ -17,6 +17,21 @@ follows the documented behaviour only:
   (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/standard-queues-at-least-once-delivery.html).
   `duplicate_next` makes the next batches come back once more, in the same poll, in the next poll, or only once
   the execution of their first delivery has ended (`duplicate_timing`).
+With REQUEST_RESPONSE (an Express target) the pipe waits for the execution's result
+(docs/design.md, "What the rehearsal must emulate for REQUEST_RESPONSE"):
+- it starts the execution with the same JSON array and waits for its end (StartSyncExecution, which moto lacks:
+  the emulator starts the execution and `ended` hears its result); the message stays in flight, invisible for the
+  queue's visibility timeout, meanwhile
+  (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartSyncExecution.html);
+- SUCCEEDED deletes the batch's messages with this receive's receipt handles; FAILED, TIMED_OUT or ABORTED, and a
+  start the pipe saw fail, leave them: they become visible when the visibility timeout ends, on the rehearsal's
+  clock, not compressed, and SQS moves a message to the source DLQ at the receive after maxReceiveCount
+  (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-error-troubleshooting.html,
+  https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html);
+- a duplicate is SQS's own: the message becomes receivable again while its execution runs (`NEXT_POLL`: a copy,
+  or a visibility timeout that ended), or once its deletion was missed by a server holding a copy (`AFTER_END`:
+  the deleted message is back in the queue, same messageId, a new receive). Each such receive starts an execution
+  and is decided by its own result.
 A record carries each message attribute as `{stringValue | binaryValue (base64), stringListValues,
 binaryListValues, dataType}`, and `md5OfMessageAttributes` when there are attributes, as the Pipes and Lambda SQS
 event examples show (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-sqs.html,
@@ -34,7 +49,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from fire_and_forget.rehearsal import sqs_time
 from fire_and_forget.rehearsal.faults import FaultKind, FaultPlan
+
+FIRE_AND_FORGET = "FIRE_AND_FORGET"
+REQUEST_RESPONSE = "REQUEST_RESPONSE"
 
 
 @dataclass(frozen=True)
@@ -54,6 +73,9 @@ class PipeStats:
     started: list[str] = field(default_factory=list)  # execution ARNs
     start_failures: int = 0
     duplicates: int = 0  # batches delivered a second time (SQS at-least-once)
+    # REQUEST_RESPONSE: the results the pipe waited for, and what it did with the messages.
+    deleted: int = 0  # messages deleted after their execution succeeded
+    returned: int = 0  # messages left in the queue after their execution did not succeed
 
 
 class DuplicateTiming(StrEnum):
@@ -62,6 +84,14 @@ class DuplicateTiming(StrEnum):
     SAME_POLL = "same poll"  # right after the first, in one receive
     NEXT_POLL = "next poll"  # in the pipe's next receive, after the first delivery's execution started
     AFTER_END = "after the first execution ended"  # once the first delivery's execution is no longer running
+
+
+@dataclass
+class _Wait:
+    """A REQUEST_RESPONSE invocation the pipe waits for: the receive its result decides."""
+
+    messages: list[dict[str, Any]]
+    missed_delete: bool  # AFTER_END: a server holding a copy misses this receive's deletion
 
 
 @dataclass
@@ -75,9 +105,11 @@ class PipeEmulator:
     """Moves messages from the source queue into executions, one poll at a time."""
 
     def __init__(self, definition: PipeDefinition, sqs: Any, sfn: Any, faults: FaultPlan, region: str) -> None:
-        if definition.invocation_type != "FIRE_AND_FORGET":
-            raise ValueError(f"the offline pipe emulates FIRE_AND_FORGET only, not {definition.invocation_type}")
+        if definition.invocation_type not in (FIRE_AND_FORGET, REQUEST_RESPONSE):
+            raise ValueError(f"a pipe's invocation type is FIRE_AND_FORGET or REQUEST_RESPONSE, not "
+                             f"{definition.invocation_type}")
         self.definition = definition
+        self.request_response = definition.invocation_type == REQUEST_RESPONSE
         self._sqs = sqs
         self._sfn = sfn
         self._faults = faults
@@ -86,6 +118,8 @@ class PipeEmulator:
         self.duplicate_next = 0  # how many of the next batches are delivered twice (SQS at-least-once)
         self.duplicate_timing = DuplicateTiming.SAME_POLL
         self._late: list[_LateCopy] = []
+        self._waiting: dict[str, _Wait] = {}  # REQUEST_RESPONSE: execution ARN -> the receive it decides
+        self.requeued = False  # a message became receivable since the last drain (a missed delete's copy)
         self._polls = 0
 
     @property
@@ -93,18 +127,18 @@ class PipeEmulator:
         """Second deliveries that have not arrived yet."""
         return len(self._late)
 
+    @property
+    def waiting(self) -> int:
+        """REQUEST_RESPONSE invocations whose result the pipe still waits for."""
+        return len(self._waiting)
+
     def poll(self) -> int:
         """One receive and hand-over; returns how many messages were received (late copies included)."""
         self._polls += 1
+        if self.request_response:
+            return self._receive_and_wait()
         received = self._deliver_late_copies()
-        response = self._sqs.receive_message(
-            QueueUrl=self.definition.source_queue_url,
-            MaxNumberOfMessages=min(self.definition.batch_size, 10),
-            AttributeNames=["All"],
-            MessageAttributeNames=["All"],
-            WaitTimeSeconds=0,
-        )
-        messages = response.get("Messages", [])
+        messages = self._receive()
         if not messages:
             return received
         records = [self._record(message) for message in messages]
@@ -112,7 +146,7 @@ class PipeEmulator:
         same_poll = duplicate and self.duplicate_timing is DuplicateTiming.SAME_POLL
         self.duplicate_next = max(0, self.duplicate_next - 1)
         for _ in range(2 if same_poll else 1):
-            if not self._start(records):
+            if self._start(records) is None:
                 for message in messages:
                     self._sqs.change_message_visibility(
                         QueueUrl=self.definition.source_queue_url,
@@ -129,6 +163,57 @@ class PipeEmulator:
             self._sqs.delete_message(QueueUrl=self.definition.source_queue_url, ReceiptHandle=message["ReceiptHandle"])
         return received + len(messages)
 
+    def ended(self, execution_arn: str, status: str) -> None:
+        """REQUEST_RESPONSE: the execution the pipe waited for ended with `status`. Success deletes its messages; any
+        other end leaves them in the queue, to be received again when their visibility timeout ends."""
+        wait = self._waiting.pop(execution_arn, None)
+        if wait is None:
+            return
+        if status != "SUCCEEDED":
+            self.stats.returned += len(wait.messages)
+            return
+        for message in wait.messages:
+            copy = sqs_time.held_copy(self.definition.source_queue_url, message["MessageId"]) \
+                if wait.missed_delete else None
+            self._sqs.delete_message(QueueUrl=self.definition.source_queue_url, ReceiptHandle=message["ReceiptHandle"])
+            self.stats.deleted += 1
+            if copy is not None:
+                copy()  # the server holding a copy missed the delete: the message can be received again
+                self.stats.duplicates += 1
+                self.requeued = True
+
+    def _receive_and_wait(self) -> int:
+        """REQUEST_RESPONSE: one receive, one synchronous invocation, the messages kept until its result."""
+        messages = self._receive()
+        if not messages:
+            return 0
+        duplicate = self.duplicate_next > 0
+        self.duplicate_next = max(0, self.duplicate_next - 1)
+        if duplicate and self.duplicate_timing is DuplicateTiming.SAME_POLL:
+            raise ValueError("REQUEST_RESPONSE duplicates are SQS's: NEXT_POLL (receivable again while the execution "
+                             "runs) or AFTER_END (a missed delete); SAME_POLL is a FIRE_AND_FORGET emulation")
+        execution_arn = self._start([self._record(message) for message in messages])
+        if execution_arn is not None:
+            self._waiting[execution_arn] = _Wait(messages, duplicate and self.duplicate_timing is
+                                                 DuplicateTiming.AFTER_END)
+        if duplicate and self.duplicate_timing is DuplicateTiming.NEXT_POLL:
+            for message in messages:  # receivable again at once, while this receive's execution runs
+                self._sqs.change_message_visibility(QueueUrl=self.definition.source_queue_url,
+                                                    ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+            self.stats.duplicates += 1
+        return len(messages)
+
+    def _receive(self) -> list[dict[str, Any]]:
+        response = self._sqs.receive_message(
+            QueueUrl=self.definition.source_queue_url,
+            MaxNumberOfMessages=min(self.definition.batch_size, 10),
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+            WaitTimeSeconds=0,
+        )
+        messages: list[dict[str, Any]] = response.get("Messages", [])
+        return messages
+
     def drain(self, max_polls: int = 100_000, in_flight: Callable[[], int] | None = None,
               max_in_flight: int = 0) -> None:
         """Poll until the source queue has nothing visible left.
@@ -138,6 +223,7 @@ class PipeEmulator:
         would queue for the handlers long enough to hit the Tasks' real TimeoutSeconds, which AWS, running the
         invocations side by side, would not.
         """
+        self.requeued = False
         for _ in range(max_polls):
             while max_in_flight and in_flight is not None and in_flight() >= max_in_flight:
                 time.sleep(0.02)
@@ -158,7 +244,7 @@ class PipeEmulator:
                         "attributes": {**record["attributes"], "ApproximateReceiveCount": str(
                             int(record["attributes"].get("ApproximateReceiveCount", "1")) + 1)}}
                        for record in copy.records]
-            if self._start(records):
+            if self._start(records) is not None:
                 self._late.remove(copy)
                 self.stats.duplicates += 1
             delivered += len(records)
@@ -167,22 +253,24 @@ class PipeEmulator:
     def _running(self, execution_arn: str) -> bool:
         return bool(self._sfn.describe_execution(executionArn=execution_arn)["status"] == "RUNNING")
 
-    def _start(self, records: list[dict[str, Any]]) -> bool:
+    def _start(self, records: list[dict[str, Any]]) -> str | None:
+        """Invoke the target; the execution's ARN when the pipe saw the call succeed, None when it saw it fail."""
         fault = self._faults.take("StartExecution", records)
         if fault is FaultKind.START_REFUSED:
             self.stats.start_failures += 1
-            return False
+            return None
         response = self._sfn.start_execution(
             stateMachineArn=self.definition.target_arn,
             name=f"pipe-{uuid.uuid4().hex}",  # a pipe cannot set the name; AWS generates one
             input=json.dumps(records),
         )
-        self.stats.started.append(response["executionArn"])
+        execution_arn: str = response["executionArn"]
+        self.stats.started.append(execution_arn)
         if fault is FaultKind.RESPONSE_LOST:
             # The execution runs, but the pipe saw the call fail: the messages stay queued and come back.
             self.stats.start_failures += 1
-            return False
-        return True
+            return None
+        return execution_arn
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
         """An SQS record in the shape Pipes (like Lambda's event source mapping) delivers it."""

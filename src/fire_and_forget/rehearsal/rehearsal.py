@@ -15,7 +15,7 @@ from botocore.config import Config
 from moto import mock_aws
 from moto.stepfunctions.responses import get_backend
 
-from fire_and_forget.rehearsal import client_cache, moto_dispatch, parse_cache, snapshot, transactions
+from fire_and_forget.rehearsal import client_cache, moto_dispatch, parse_cache, snapshot, sqs_time, transactions
 from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
 from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
 from fire_and_forget.rehearsal.capacity import CapacityMeter
@@ -159,6 +159,9 @@ class Rehearsal:
             self._uninstall_service_faults = install_service_faults(self.faults, self.outputs, ACCOUNT, self.region)
             self._uninstall_client_cache = client_cache.install()
             self.pipe = PipeEmulator(self._pipe_definition(queue_urls), self.sqs, self.sfn, self.faults, self.region)
+            # Express workflows send no status-change events to EventBridge (eventbridge-integration.html).
+            self.express = self.sfn.describe_state_machine(
+                stateMachineArn=self.pipe.definition.target_arn)["type"] == "EXPRESS"
             self.bus = EventBus(self._rules(), self.sns, self.sqs, queue_urls, faults=self.faults, sfn=self.sfn)
             self.metrics = ServiceMetrics(self.cloudwatch, self.runtime, self.pipe, self.bus,
                                           function_names=task_names, queue_urls=queue_urls.values(),
@@ -241,7 +244,7 @@ class Rehearsal:
             self.drain()
             self._settle(deadline, timeout_seconds)
             consumed = self.event_sources.drain()
-            if not self._discover_executions() and not consumed:
+            if not self._discover_executions() and not consumed and not self.pipe.requeued:
                 self.metrics.publish()
                 return
         raise RuntimeError(f"the rehearsal was not quiet after {MAX_SETTLE_ROUNDS} rounds")
@@ -272,7 +275,8 @@ class Rehearsal:
 
     def _next_wakeup(self) -> datetime | None:
         """The next moment something waits for: a timeout on the clock, a message becoming visible again."""
-        moments = [self.virtual_clock.next_deadline(), self.event_sources.next_visible(ACCOUNT, self.region)]
+        moments = [self.virtual_clock.next_deadline(), self.event_sources.next_visible(),
+                   sqs_time.next_visible([self.pipe.definition.source_queue_url])]
         return min((m for m in moments if m is not None), default=None)
 
     def drain(self) -> None:
@@ -299,9 +303,10 @@ class Rehearsal:
         self.sfn.stop_execution(executionArn=execution_arn, error="Aborted", cause="Stopped by the rehearsal")
 
     def settling(self) -> bool:
-        """True while something will still happen without anyone acting: an execution is running, or a message an
-        event source mapping consumes is hidden for its visibility timeout and will be received again."""
-        return bool(self.running()) or self.event_sources.next_visible(ACCOUNT, self.region) is not None
+        """True while something will still happen without anyone acting: an execution is running, or a message the
+        pipe or an event source mapping consumes is hidden for its visibility timeout and will be received again."""
+        return (bool(self.running()) or self.event_sources.next_visible() is not None
+                or sqs_time.next_visible([self.pipe.definition.source_queue_url]) is not None)
 
     def visibility_timeout(self, output_key: str) -> int:
         """The VisibilityTimeout of the queue the stack output names: how long a received message stays hidden."""
@@ -422,7 +427,9 @@ class Rehearsal:
             described = self.sfn.describe_execution(executionArn=arn)
             if described["status"] in TERMINAL:
                 self._announced.add(arn)
-                self.bus.put(status_change_event(described, ACCOUNT, self.region))
+                self.pipe.ended(arn, described["status"])
+                if not self.express:
+                    self.bus.put(status_change_event(described, ACCOUNT, self.region))
                 self.metrics.execution_finished(described)
 
     def _task_names(self) -> dict[str, str]:

@@ -49,7 +49,8 @@ def install_service_faults(faults: FaultPlan, outputs: dict[str, str], account: 
     send_message, delete_message, publish = SQSBackend.send_message, SQSBackend.delete_message, SNSBackend.publish
     # SendMessage to the failure DLQ (HandleFailure's, the Reconciler's) and to the source queue (a resend by the
     # Redriver or ff-ops, or a caller's: add a SourceQueue fault after the caller's send).
-    send_targets = {outputs[key].rsplit("/", 1)[1]: target for key, target in SEND_TARGETS.items()}
+    send_targets = {outputs[key].rsplit("/", 1)[1]: target for key, target in SEND_TARGETS.items()
+                    if key in outputs}
     delete_targets = {outputs[key].rsplit("/", 1)[1]: target for key, target in DELETE_TARGETS.items()
                       if key in outputs}
     topic_arn = outputs[Output.ALERTS_TOPIC_ARN]

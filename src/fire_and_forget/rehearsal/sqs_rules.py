@@ -10,6 +10,14 @@ What SQS documents and moto 5.2.5 does not enforce:
 - an attribute's name, type and value must not be empty (same page); moto rejects only a missing value, so an empty
   StringValue, or a Binary attribute carrying a StringValue instead of a BinaryValue, passes there.
 SendMessageBatch sends each entry through SendMessage in moto, so its entries are checked the same way.
+
+And one rule of DeleteMessage: a receipt handle belongs to one receive, and a DeleteMessage with a handle older than
+the message's most recent receive succeeds without deleting it. moto deletes the message with any handle it ever had.
+The API reference words it two ways: "the request succeeds, but the message will not be deleted"
+(https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessage.html) and, in older
+copies of the same page and the SDK references built from it, "the request will still succeed, but the message might
+not be deleted". `stale_receipt_handle_deletes` chooses the reading: False (the default) keeps the message, True
+deletes it; a test that depends on the rule runs under both.
 """
 
 from __future__ import annotations
@@ -19,9 +27,11 @@ from collections.abc import Callable
 from typing import Any
 
 from moto.sqs.exceptions import InvalidParameterValue
-from moto.sqs.models import SQSBackend
+from moto.sqs.models import Queue, SQSBackend
 
 MAX_MESSAGE_ATTRIBUTES = 10
+# The reading of DeleteMessage with an older receipt handle (the module's docstring): False keeps the message.
+stale_receipt_handle_deletes = False
 
 
 def message_size(body: str, attributes: dict[str, Any] | None) -> int:
@@ -57,7 +67,8 @@ def violation(body: str, attributes: dict[str, Any] | None, maximum_size: int) -
 
 
 def install_sqs_rules() -> Callable[[], None]:
-    """Check every SendMessage against SQS's rules before moto takes it; returns the undo function."""
+    """Check every SendMessage against SQS's rules before moto takes it, and DeleteMessage's receipt handle; returns
+    the undo function."""
     send_message = SQSBackend.send_message
 
     def checked_send_message(
@@ -74,10 +85,20 @@ def install_sqs_rules() -> Callable[[], None]:
             raise InvalidParameterValue(problem)
         return send_message(self, queue_name, message_body, message_attributes, *args, **kwargs)
 
+    delete_message = Queue.delete_message
+
+    def receipt_checked_delete_message(self: Queue, receipt_handle: str) -> None:
+        message = next((m for m in self._messages if m.had_receipt_handle(receipt_handle)), None)
+        if message is not None and message.receipt_handle != receipt_handle and not stale_receipt_handle_deletes:
+            return  # an older receive's handle: the request succeeds, the message stays
+        delete_message(self, receipt_handle)
+
     SQSBackend.send_message = checked_send_message  # type: ignore[method-assign]
+    Queue.delete_message = receipt_checked_delete_message  # type: ignore[method-assign]
 
     def undo() -> None:
         SQSBackend.send_message = send_message  # type: ignore[method-assign]
+        Queue.delete_message = delete_message  # type: ignore[method-assign]
 
     return undo
 

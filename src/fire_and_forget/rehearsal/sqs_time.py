@@ -18,11 +18,12 @@ period is read from the queue itself here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from moto.core.utils import unix_time, unix_time_millis
-from moto.sqs.models import Message, SQSBackend
+from moto.sqs.models import Message, SQSBackend, sqs_backends
 
 
 def _visible(message: Message) -> bool:
@@ -55,3 +56,30 @@ def install_sqs_on_the_clock() -> Callable[[], None]:
         SQSBackend.is_message_valid_based_on_retention_period = original_retained  # type: ignore[method-assign]
 
     return uninstall
+
+
+def _queue(queue_url: str) -> Any:
+    """moto's queue behind a queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)."""
+    host, account, name = queue_url.split("/")[-3:]
+    return sqs_backends[account][host.split(".")[1]].get_queue(name)
+
+
+def next_visible(queue_urls: Iterable[str]) -> datetime | None:
+    """The earliest moment at which a message now invisible in one of these queues can be received again."""
+    moments = [message.visible_at for url in queue_urls for message in _queue(url)._messages
+               if not message.visible]  # milliseconds
+    return datetime.fromtimestamp(min(moments) / 1000, UTC) if moments else None
+
+
+def held_copy(queue_url: str, message_id: str) -> Callable[[], None]:
+    """What a server holding a copy of a message keeps when a DeleteMessage misses it (standard queues deliver at
+    least once, standard-queues-at-least-once-delivery.html): call the result after the delete, and the message is
+    in the queue again, receivable at once, with its messageId, receive count and enqueue time."""
+    queue = _queue(queue_url)
+    message = next(m for m in queue._messages if m.id == message_id)
+
+    def restore() -> None:
+        message.visible_at = 0.0
+        queue._messages.append(message)
+
+    return restore
