@@ -18,7 +18,7 @@ follows the documented behaviour only:
   `duplicate_next` makes the next batches come back once more, in the same poll, in the next poll, or only once
   the execution of their first delivery has ended (`duplicate_timing`).
 With REQUEST_RESPONSE (an Express target) the pipe waits for the execution's result
-(docs/design.md, "What the rehearsal must emulate for REQUEST_RESPONSE"):
+(docs/design.md, "What the rehearsal emulates for REQUEST_RESPONSE"):
 - it starts the execution with the same JSON array and waits for its end (StartSyncExecution, which moto lacks:
   the emulator starts the execution and `ended` hears its result); the message stays in flight, invisible for the
   queue's visibility timeout, meanwhile
