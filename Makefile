@@ -119,6 +119,12 @@ demo: synth ## the main job: deploy the app offline, push orders, then product c
 	$(RUN) python -m demos.orders.demo $(DEMO_ARGS)
 	$(RUN) python -m demos.orders.demo --example catalog $(CATALOG_DEMO_ARGS)
 
+COMPARE_ARGS ?=
+
+.PHONY: compare
+compare: synth ## the article's comparison, measured: the same product messages and faults through both modes (COMPARE_ARGS="--products 100")
+	$(RUN) python -m demos.catalog.modes --report demo-modes-report.json $(COMPARE_ARGS)
+
 PRACTICE_ARGS ?=
 
 .PHONY: practice ops

@@ -1,8 +1,5 @@
-"""A test-only app: the catalog example's workflow run by the pipeline in REQUEST_RESPONSE mode (an Express workflow).
-
-Not part of app.py's deployment: the examples stay FIRE_AND_FORGET. Synthesized once per test process, with the
-compliance packs on, like the app (`assembly()`).
-"""
+"""A test-only app: the catalog example's workflow in REQUEST_RESPONSE mode (stacks/catalog/request_response.py),
+synthesized once per test process with the compliance packs on, like the app (`assembly()`)."""
 
 from __future__ import annotations
 
@@ -13,47 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_lambda as lambda_
 
-from fire_and_forget.construct import (
-    FireAndForgetPipeline,
-    MessagingKey,
-    PipelineSettings,
-    Workflow,
-    add_compliance_checks,
-    encrypted_table,
-    handler_code,
-    task_function,
-)
-from stacks.catalog.stack import ASL_FILE, CATALOG_METRICS, HANDLERS_DIR, SERVICE_NAME
+from fire_and_forget.construct import add_compliance_checks
+from stacks.catalog.request_response import LAYER_ARN, STACK_NAME, TASK, build
 
-STACK_NAME = "FireAndForget-RequestResponse"
-TASK = "IndexProduct"
-# The layer by ARN: building the real DependenciesLayer runs uv, seconds this app does not need.
-LAYER_ARN = "arn:aws:lambda:us-east-1:123456789012:layer:dependencies:1"
-
-
-def build(app: cdk.App, settings: PipelineSettings | None = None, stack_name: str = STACK_NAME) -> cdk.Stack:
-    """The catalog's IndexProduct workflow in REQUEST_RESPONSE mode, in a stack of its own."""
-    settings = settings or PipelineSettings()
-    stack = cdk.Stack(app, stack_name, env=cdk.Environment(account="123456789012", region="us-east-1"))
-    key = MessagingKey(stack, "MessagingKey", settings=settings).key
-    index = encrypted_table(stack, "SearchIndexTable", partition_key="productId", key=key, settings=settings)
-    layer = lambda_.LayerVersion.from_layer_version_arn(stack, "DependenciesLayer", LAYER_ARN)
-    function = task_function(
-        stack, TASK, handler="index_product.handler.handler", code=handler_code(HANDLERS_DIR), layer=layer,
-        settings=settings, description="Catalog search index (REQUEST_RESPONSE): index one product version",
-        environment={"POWERTOOLS_SERVICE_NAME": SERVICE_NAME, "POWERTOOLS_METRICS_NAMESPACE": CATALOG_METRICS.namespace,
-                     "SEARCH_INDEX_TABLE_NAME": index.table_name},
-    )
-    index.grant_read_write_data(function)
-    FireAndForgetPipeline(
-        stack, "Pipeline", name="catalog-rr", message_key="productId",
-        workflow=Workflow(title="Catalog index", definition_file=ASL_FILE, functions={TASK: function},
-                          claims_delivery=TASK),
-        metrics=CATALOG_METRICS, settings=settings, key=key, layer=layer, invocation_type="REQUEST_RESPONSE",
-    )
-    return stack
+__all__ = ["LAYER_ARN", "STACK_NAME", "TASK", "assembly", "build", "template"]
 
 
 @cache

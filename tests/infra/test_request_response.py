@@ -276,3 +276,12 @@ def test_the_smallest_pipeline_builds_in_request_response_mode(tmp_path: Path) -
                                     "SourceDlqNotEmpty"}
     with pytest.raises(ValueError, match="REQUEST_RESPONSE mode, which has no operator policy"):
         _ = pipeline.operator_policy
+
+
+def test_the_runtime_names_the_tails_duplicate_ends(template: dict[str, Any]) -> None:
+    from fire_and_forget.runtime.tail import RETURNED_DUPLICATE_ENDS  # noqa: PLC0415
+
+    states = definition(template)["States"]
+    ends = {name for name, state in states.items() if state["Type"] in {"Succeed", "Fail"}
+            and name.startswith("Duplicate")}
+    assert ends == RETURNED_DUPLICATE_ENDS

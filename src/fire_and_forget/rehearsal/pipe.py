@@ -46,6 +46,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -76,6 +77,8 @@ class PipeStats:
     # REQUEST_RESPONSE: the results the pipe waited for, and what it did with the messages.
     deleted: int = 0  # messages deleted after their execution succeeded
     returned: int = 0  # messages left in the queue after their execution did not succeed
+    # Either mode: messageId -> when the pipe deleted it (the rehearsal's clock), the last time if it came back.
+    deleted_at: dict[str, datetime] = field(default_factory=dict)
 
 
 class DuplicateTiming(StrEnum):
@@ -160,7 +163,7 @@ class PipeEmulator:
             twin = self.stats.started[-1] if self.duplicate_timing is DuplicateTiming.AFTER_END else None
             self._late.append(_LateCopy(records, self._polls + 1, twin))
         for message in messages:
-            self._sqs.delete_message(QueueUrl=self.definition.source_queue_url, ReceiptHandle=message["ReceiptHandle"])
+            self._delete(message)
         return received + len(messages)
 
     def ended(self, execution_arn: str, status: str) -> None:
@@ -175,7 +178,7 @@ class PipeEmulator:
         for message in wait.messages:
             copy = sqs_time.held_copy(self.definition.source_queue_url, message["MessageId"]) \
                 if wait.missed_delete else None
-            self._sqs.delete_message(QueueUrl=self.definition.source_queue_url, ReceiptHandle=message["ReceiptHandle"])
+            self._delete(message)
             self.stats.deleted += 1
             if copy is not None:
                 copy()  # the server holding a copy missed the delete: the message can be received again
@@ -202,6 +205,10 @@ class PipeEmulator:
                                                     ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
             self.stats.duplicates += 1
         return len(messages)
+
+    def _delete(self, message: dict[str, Any]) -> None:
+        self._sqs.delete_message(QueueUrl=self.definition.source_queue_url, ReceiptHandle=message["ReceiptHandle"])
+        self.stats.deleted_at[message["MessageId"]] = datetime.now(UTC)
 
     def _receive(self) -> list[dict[str, Any]]:
         response = self._sqs.receive_message(

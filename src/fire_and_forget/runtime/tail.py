@@ -31,6 +31,10 @@ class TailState(StrEnum):
 # The tail's Task states: a failure there is the DLQ, the topic or the deliveries table refusing.
 TAIL_TASK_STATES = frozenset({TailState.CLAIM_FAILURE, TailState.HANDLE_FAILURE, TailState.NOTIFY_FAILURE})
 DUPLICATE_ENDS = frozenset({TailState.DUPLICATE_DELIVERY_IGNORED, TailState.DUPLICATE_FAILURE_IGNORED})
+# The REQUEST_RESPONSE tail's ends of an execution that found the message's claim held
+# (fire_and_forget/construct/asl/returned_tail.asl.json): a duplicate of a completed delivery, or one returned to the
+# queue while its owner has not completed it.
+RETURNED_DUPLICATE_ENDS = frozenset({"DuplicateOfCompletedDelivery", "DuplicateReturnedToQueue"})
 
 # The error both Fail states end in once HandleFailure recorded the message in the failure DLQ. The failure rule
 # ignores executions that fail with it: their failure is recorded, and announced by whoever records its final state.
