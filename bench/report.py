@@ -43,13 +43,14 @@ class Run:
     cli: list[Startup] | None = None
     overhead: Overhead | None = None
     idle: Idle | None = None
+    modes: list[dict[str, Any]] | None = None  # demos/catalog/modes.py's results, FIRE_AND_FORGET first
     seconds: float = 0.0
     commit_after: str = ""  # the checkout may move under a long run: say so
 
 
 def render(run: Run) -> str:
-    sections = [_header(run), _transitions(run), _cost(run), _idle(run), _coldstart(run), _cli(run), _synth(run),
-                _throughput(run), _overhead(run), _ceiling(run)]
+    sections = [_header(run), _transitions(run), _cost(run), _modes(run), _idle(run), _coldstart(run), _cli(run),
+                _synth(run), _throughput(run), _overhead(run), _ceiling(run)]
     return "\n\n".join(sections) + "\n"
 
 
@@ -243,6 +244,32 @@ def _demo_check(run: Run) -> str:
         f"{'balanced' if demo.balanced else 'NOT balanced'}, {demo.seconds:.0f} s. It differs from the weighted",
         "figure by its sample (a plan of this size does not hit the shares exactly) and by concurrency: all of its",
         "executions run at once, so a resend or a duplicate can meet its twin still in progress and retry.",
+    ])
+
+
+def _modes(run: Run) -> str:
+    if not run.modes:
+        return "## The two modes, measured\n\nSkipped in this run (`--modes-products 0`)."
+    from demos.catalog.modes import ROWS, cell  # noqa: PLC0415 - the comparison's own table, as `make compare` prints it
+
+    first = run.modes[0]
+    return "\n".join([
+        "## The two modes, measured",
+        "",
+        f"`make compare` (demos/catalog/modes.py): the catalog workflow in each mode, {first['messages']} product "
+        "messages (the catalog demo's first wave, its invalid documents included), the same faults (a tenth of the "
+        "valid products time out on every attempt of their first execution; SQS delivers some messages again while "
+        "their first execution runs), each on its own rehearsal and its clock. Express is priced per request and "
+        f"per GB-second at {cost.EXPRESS_MEMORY_GB * 1024:.0f} MB, its duration assumed from its tasks "
+        f"({cost.LAMBDA_BILLED_MS} ms a Lambda task, {cost.SERVICE_TASK_MS} ms a DynamoDB task, plus the Retry "
+        "intervals), not measured; CloudWatch Logs ingestion (both modes log level ALL) is not priced.",
+        "",
+        _table(["", *[result["mode"] for result in run.modes]],
+               [[label, *[cell(result[key], kind) for result in run.modes]] for label, key, kind in ROWS], "l" + "l" *
+               len(run.modes)),
+        "",
+        "FIRE_AND_FORGET announces each failure on the alerts topic (the failure tail); REQUEST_RESPONSE announces "
+        "none one by one: its SourceDlqNotEmpty alarm and the AWS/States alarms do, on CloudWatch's schedule.",
     ])
 
 

@@ -38,6 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--synth-rounds", type=int, default=5, help="timed synths of each app")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 10, 100], help="concurrent messages")
     parser.add_argument("--overhead-orders", type=int, default=30, help="orders on each side of the overhead ratio")
+    parser.add_argument("--modes-products", type=int, default=40, help="product messages of the comparison of the"
+                        " two modes (0: skip)")
     parser.add_argument("--demo-orders", type=int, default=100, help="orders of the demo's plan to cross-check the"
                         " weighted mix with (0: skip)")
     args = parser.parse_args(argv)
@@ -68,6 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.demo_orders:
         _step(f"the demo's plan, {args.demo_orders} orders, as a cross-check of the weighted mix")
         demo = demo_run.run_demo(args.assembly, args.demo_orders)
+    modes_compared = None
+    if args.modes_products:
+        _step(f"the two modes, {args.modes_products} product messages and the same faults through each")
+        from demos.catalog.modes import compare  # noqa: PLC0415
+
+        modes_compared = compare(args.assembly, args.modes_products, seed=7)
     _step("in-process synth: this app against a one-queue app")
     synth_times = synth.synth_times(args.synth_rounds)
     suite = None
@@ -75,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _step("the full test suite (python -m pytest -q -p no:randomly)")
         suite = synth.run_suite()
 
-    run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite, cli, emulation, at_idle)
+    run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite, cli, emulation, at_idle,
+              modes_compared)
     run.seconds = time.perf_counter() - started
     run.commit_after = machine.commit()
     previous = args.out.read_text(encoding="utf-8") if args.out.exists() else ""

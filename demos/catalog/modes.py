@@ -30,6 +30,7 @@ from rich.table import Table
 
 from demos.catalog.samples import plan_products
 from fire_and_forget.rehearsal import (
+    DuplicateTiming,
     Fault,
     FaultKind,
     Rehearsal,
@@ -40,7 +41,6 @@ from fire_and_forget.rehearsal import (
     per_million,
     usage_of_execution,
 )
-from fire_and_forget.rehearsal.pipe import DuplicateTiming
 from fire_and_forget.runtime.healing_policy import first_message_id
 from fire_and_forget.runtime.outputs import Output
 from fire_and_forget.runtime.tail import DUPLICATE_ENDS, RETURNED_DUPLICATE_ENDS
@@ -199,11 +199,12 @@ def render(console: Console, results: list[dict[str, Any]]) -> None:
     for result in results:
         table.add_column(result["mode"])
     for label, key, kind in ROWS:
-        table.add_row(label, *[_cell(result[key], kind) for result in results])
+        table.add_row(label, *[cell(result[key], kind) for result in results])
     console.print(table)
 
 
-def _cell(value: Any, kind: Any) -> str:
+def cell(value: Any, kind: Any) -> str:
+    """One figure of the table, as printed."""
     if kind == "span":
         return f"{value['median']:,.0f} s / {value['max']:,.0f} s"
     if kind == "places":
