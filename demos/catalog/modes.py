@@ -119,8 +119,9 @@ def measure(aws: Rehearsal, message_ids: list[str], sent_at: datetime, dynamodb:
             add(total, usage_of_execution(execution.history, len(retries), express=aws.express,
                                           waited_seconds=sum(wait.seconds for wait in retries)))
     total.dynamodb_writes, total.dynamodb_reads = dynamodb.write, dynamodb.read
+    sent = set(message_ids)
     deleted = [(moment - sent_at).total_seconds() for message_id, moment in aws.pipe.stats.deleted_at.items()
-               if message_id in set(message_ids)]
+               if message_id in sent]
     per_message = Counter(caller_of(e) for e in executions)
     definition = aws.stack.definitions[aws.pipe.definition.target_arn]
     return {

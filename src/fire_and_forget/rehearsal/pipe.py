@@ -150,12 +150,7 @@ class PipeEmulator:
         self.duplicate_next = max(0, self.duplicate_next - 1)
         for _ in range(2 if same_poll else 1):
             if self._start(records) is None:
-                for message in messages:
-                    self._sqs.change_message_visibility(
-                        QueueUrl=self.definition.source_queue_url,
-                        ReceiptHandle=message["ReceiptHandle"],
-                        VisibilityTimeout=0,
-                    )
+                self._make_visible(messages)
                 return received + len(messages)
         if same_poll:
             self.stats.duplicates += 1
@@ -200,11 +195,18 @@ class PipeEmulator:
             self._waiting[execution_arn] = _Wait(messages, duplicate and self.duplicate_timing is
                                                  DuplicateTiming.AFTER_END)
         if duplicate and self.duplicate_timing is DuplicateTiming.NEXT_POLL:
-            for message in messages:  # receivable again at once, while this receive's execution runs
-                self._sqs.change_message_visibility(QueueUrl=self.definition.source_queue_url,
-                                                    ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+            self._make_visible(messages)  # receivable again at once, while this receive's execution runs
             self.stats.duplicates += 1
         return len(messages)
+
+    def next_visible(self) -> datetime | None:
+        """The earliest moment at which a message now invisible in the source queue can be received again."""
+        return sqs_time.next_visible([self.definition.source_queue_url])
+
+    def _make_visible(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            self._sqs.change_message_visibility(QueueUrl=self.definition.source_queue_url,
+                                                ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
 
     def _delete(self, message: dict[str, Any]) -> None:
         self._sqs.delete_message(QueueUrl=self.definition.source_queue_url, ReceiptHandle=message["ReceiptHandle"])

@@ -15,7 +15,7 @@ from botocore.config import Config
 from moto import mock_aws
 from moto.stepfunctions.responses import get_backend
 
-from fire_and_forget.rehearsal import client_cache, moto_dispatch, parse_cache, snapshot, sqs_time, transactions
+from fire_and_forget.rehearsal import client_cache, moto_dispatch, parse_cache, snapshot, transactions
 from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
 from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
 from fire_and_forget.rehearsal.capacity import CapacityMeter
@@ -275,8 +275,7 @@ class Rehearsal:
 
     def _next_wakeup(self) -> datetime | None:
         """The next moment something waits for: a timeout on the clock, a message becoming visible again."""
-        moments = [self.virtual_clock.next_deadline(), self.event_sources.next_visible(),
-                   sqs_time.next_visible([self.pipe.definition.source_queue_url])]
+        moments = [self.virtual_clock.next_deadline(), self.event_sources.next_visible(), self.pipe.next_visible()]
         return min((m for m in moments if m is not None), default=None)
 
     def drain(self) -> None:
@@ -306,7 +305,7 @@ class Rehearsal:
         """True while something will still happen without anyone acting: an execution is running, or a message the
         pipe or an event source mapping consumes is hidden for its visibility timeout and will be received again."""
         return (bool(self.running()) or self.event_sources.next_visible() is not None
-                or sqs_time.next_visible([self.pipe.definition.source_queue_url]) is not None)
+                or self.pipe.next_visible() is not None)
 
     def visibility_timeout(self, output_key: str) -> int:
         """The VisibilityTimeout of the queue the stack output names: how long a received message stays hidden."""
