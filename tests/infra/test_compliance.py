@@ -15,6 +15,7 @@ from aws_cdk import aws_sqs as sqs
 
 from app import CATALOG_STACK_NAME
 from fire_and_forget.construct.compliance import add_compliance_checks
+from fire_and_forget.construct.request_response import InvocationType
 from fire_and_forget.construct.workflow import render_definition
 from stacks.catalog.stack import ASL_FILE as CATALOG_ASL
 from stacks.config import AppConfig
@@ -36,14 +37,17 @@ def test_cfn_lint_reports_nothing_on_either_stack(cloud_assembly: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("mode", ["FIRE_AND_FORGET", "REQUEST_RESPONSE"])
 @pytest.mark.parametrize(("asl", "compensations", "claims"), [
     (ASL_FILE, COMPENSATIONS, "ReserveInventory"), (CATALOG_ASL, (), "IndexProduct"),
 ], ids=["orders", "catalog"])
 def test_each_example_with_the_failure_tail_validates_against_the_schema(
-    asl: Path, compensations: tuple[str, ...], claims: str, tmp_path: Path
+    asl: Path, compensations: tuple[str, ...], claims: str, mode: InvocationType, tmp_path: Path
 ) -> None:
-    """What the state machine runs: the example's ASL with the construct's failure tail appended."""
-    definition = render_definition(asl, AppConfig(), compensations=compensations, claims_delivery=claims)
+    """What the state machine runs: the example's ASL with the mode's tail appended (the failure tail, or the
+    returning tail with every successful end sent through DeliveryCompleted)."""
+    definition = render_definition(asl, AppConfig(), compensations=compensations, claims_delivery=claims,
+                                   invocation_type=mode)
     rendered = tmp_path / "definition.asl.json"
     rendered.write_text(json.dumps(definition), encoding="utf-8")
     result = subprocess.run(
