@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
+
+from moto.stepfunctions.parser.asl.component.program import program
 
 from demos.orders.samples import OrderKind, make_order
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
@@ -88,3 +92,29 @@ def test_a_redelivered_event_waits_for_the_visibility_timeout_on_the_clock(aws: 
     aws.advance(1)
     (record,) = [json.loads(m["Body"]) for m in aws.messages("FailureDlqUrl")]
     assert record["failure"]["error"] == "OutOfStock"
+
+
+def test_the_clock_moves_only_once_the_interpreter_is_quiet(cloud_assembly: Path, monkeypatch) -> None:
+    """The interpreter starts an execution's program thread and only then waits for it with the execution's
+    TimeoutSeconds (Program.eval: start, then join(timeout)); the task can be held before that wait exists. Here
+    the gap is made wide: were the clock moved before the wait began, the deadline would count from the later
+    moment and the execution would not time out when it should."""
+    with Rehearsal.start(cloud_assembly, execution_timeout_seconds=1) as aws:
+        threading_on_clock: Any = program.threading  # the rehearsal's stand-in module (interpreter_time.py)
+        clocked_thread = threading_on_clock.Thread
+
+        class LateJoin(clocked_thread):  # type: ignore[misc,valid-type]
+            def join(self, timeout: float | None = None) -> None:
+                time.sleep(0.3)  # machine time, as a loaded machine takes it: the virtual clock does not move
+                super().join(timeout)
+
+        monkeypatch.setattr(threading_on_clock, "Thread", LateJoin)
+        aws.faults.add(Fault("ReserveInventory", FaultKind.HANG, times=1))
+        start = aws.now()
+        _send(aws)
+        (held,) = aws.wait_for_hang()
+        aws.advance(2)
+        described = aws.sfn.describe_execution(executionArn=held)
+        assert described["status"] == "TIMED_OUT"
+        assert described["stopDate"] == start + timedelta(seconds=1)
+        aws.release_held()

@@ -101,7 +101,11 @@ class Scheduler:
         """Move the clock `seconds` on, stopping at every moment something is due, earliest first: each schedule
         whenever its period elapses, and each moment `wakeups` names (a timeout, a message becoming visible again).
         `settle` runs at each stop, before and after the firings (the rehearsal lets what the moment released run
-        to quiet before the next one)."""
+        to quiet before the next one), and once before the clock first moves: a wait the interpreter is about to
+        begin (an execution's TimeoutSeconds starts when its worker joins the program thread) must count from now,
+        not from the moment the clock has been moved to."""
+        if settle is not None:
+            settle()
         until = self.clock.now() + timedelta(seconds=seconds)
         fired = []
         while True:
