@@ -92,9 +92,12 @@ lint: install ## ruff on the whole repository; mypy --strict on the package (src
 synth: install ## synthesize the template into cdk.out/ (offline)
 	$(CDK) synth --quiet
 
-checkov: synth ## Checkov on the synthesized template
+checkov: synth ## Checkov on the synthesized templates: the app's, and the REQUEST_RESPONSE stack's
 	@# The asset directories hold Lambda code and the dependencies layer (botocore's JSON), not templates.
 	$(CHECKOV) -d cdk.out --skip-path '/asset\.' --config-file .checkov.yaml
+	@# The REQUEST_RESPONSE variant is not deployed by app.py: synthesized alone, scanned with the same skips.
+	$(RUN) python -m stacks.catalog.request_response cdk.out.request-response
+	$(CHECKOV) -d cdk.out.request-response --skip-path '/asset\.' --config-file .checkov.yaml
 
 # Headless Chromium renders the demo's failure-trend page in tests/demo/test_trend_page.py. Quick when present; on a
 # Debian/Ubuntu machine without it, apt-get installs it (as root, or through sudo); elsewhere it says what to install.
@@ -200,4 +203,4 @@ smoke: install ## check the deployed order stack end to end (STACK=<name>, SMOKE
 	$(RUN) python -m demos.orders.cli_smoke $(if $(STACK),--stack $(STACK)) $(SMOKE_ARGS)
 
 clean: ## remove build outputs (make install keeps .tools/, .venv/ and node_modules/)
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out cdk.out.request-response .pytest_cache .mypy_cache .ruff_cache

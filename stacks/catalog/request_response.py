@@ -48,3 +48,16 @@ def build(app: cdk.App, settings: PipelineSettings | None = None, stack_name: st
         metrics=CATALOG_METRICS, settings=settings, key=key, layer=layer, invocation_type="REQUEST_RESPONSE",
     )
     return stack
+
+
+def main(outdir: str) -> None:
+    """Synthesize the stack alone into `outdir` (make checkov scans it as it scans the app's)."""
+    app = cdk.App(outdir=outdir)
+    build(app)
+    app.synth()
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1] if len(sys.argv) > 1 else "cdk.out.request-response")
