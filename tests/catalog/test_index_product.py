@@ -8,9 +8,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import time_machine
 from botocore.exceptions import ClientError
 
-from fire_and_forget.runtime.deliveries import DynamoDBDeliveryClaims
+from fire_and_forget.runtime.deliveries import STALE_AFTER_VARIABLE, DynamoDBDeliveryClaims
 from fire_and_forget.runtime.errors import DuplicateDelivery, TransientError
 from index_product import logic
 from index_product.errors import InvalidDocument
@@ -352,3 +353,48 @@ def test_settings_refuse_a_missing_or_bad_environment() -> None:
         IndexProductSettings.from_env({**good, "SEARCH_INDEX_TABLE_NAME": ""})
     with pytest.raises(ValueError, match="DELIVERY_CLAIM_TTL_SECONDS"):
         IndexProductSettings.from_env({**good, "DELIVERY_CLAIM_TTL_SECONDS": "0"})
+
+
+STALE_AFTER = 325  # the REQUEST_RESPONSE catalog's: Express TimeoutSeconds 300 + the function's 25 s
+
+
+def _claim_at(catalog: Catalog, moment: float, execution_arn: str, stale_after: int | None = STALE_AFTER,
+              message_id: str = "msg-1") -> bool:
+    with time_machine.travel(moment, tick=False):
+        return DynamoDBDeliveryClaims(catalog.client, DELIVERIES, 3600, stale_after).claim(message_id, execution_arn)
+
+
+@pytest.mark.parametrize(("age", "stale_after", "delivered", "taken_over"), [
+    (STALE_AFTER + 1, STALE_AFTER, False, True),  # its execution can no longer run: the new receive owns it
+    (STALE_AFTER, STALE_AFTER, False, False),  # not older than the bound: the owner may still be running
+    (STALE_AFTER + 1, STALE_AFTER, True, False),  # the owner completed the delivery: a duplicate of a done message
+    (10 * 24 * 3600, None, False, False),  # FIRE_AND_FORGET: never taken over, the Reconciler settles it
+], ids=["stale", "at the bound", "stale but delivered", "no takeover configured"])
+def test_a_claim_is_taken_over_only_when_stale_and_never_delivered(
+        catalog: Catalog, age: int, stale_after: int | None, delivered: bool, taken_over: bool) -> None:
+    start = 1_800_000_000
+    assert _claim_at(catalog, start, EXECUTION, stale_after)
+    if delivered:  # what the returning tail's DeliveryCompleted writes
+        catalog.client.update_item(TableName=DELIVERIES, Key={"messageId": {"S": "msg-1"}},
+                                   UpdateExpression="SET deliveredAt = :at", ExpressionAttributeValues={
+                                       ":at": {"N": str(start)}})
+
+    assert _claim_at(catalog, start + age, OTHER_EXECUTION, stale_after) is taken_over
+    assert catalog.claims() == {"msg-1": OTHER_EXECUTION if taken_over else EXECUTION}
+
+
+def test_the_owners_retry_restamps_the_claim_so_its_age_counts_from_the_latest_invocation(catalog: Catalog) -> None:
+    start = 1_800_000_000
+    assert _claim_at(catalog, start, EXECUTION)
+    assert _claim_at(catalog, start + 200, EXECUTION)  # a Retry of the same Task, 200 s later
+
+    assert not _claim_at(catalog, start + STALE_AFTER + 1, OTHER_EXECUTION)  # 126 s after the retry: not stale
+    assert _claim_at(catalog, start + 200 + STALE_AFTER + 1, OTHER_EXECUTION)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "ten"])
+def test_a_bad_takeover_age_is_refused_at_the_first_invocation(value: str) -> None:
+    environ = {"DELIVERIES_TABLE_NAME": DELIVERIES, "DELIVERY_CLAIM_TTL_SECONDS": "3600",
+               "SEARCH_INDEX_TABLE_NAME": SEARCH_INDEX, STALE_AFTER_VARIABLE: value}
+    with pytest.raises(ValueError, match=STALE_AFTER_VARIABLE):
+        IndexProductSettings.from_env(environ)

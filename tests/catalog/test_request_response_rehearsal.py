@@ -227,3 +227,29 @@ def test_every_message_of_a_mix_ends_in_exactly_one_place(aws: Rehearsal) -> Non
     found = places(aws, sent)
     assert all(len(where) == 1 for where in found.values()), found
     assert sorted(where for (where,) in found.values()) == ["indexed"] * 4 + ["source DLQ"]
+
+
+def test_a_timed_out_execution_leaves_its_message_to_the_next_receive_which_takes_the_claim_over(
+        assembly: Path) -> None:
+    """No Catch sees a timeout and nothing reconciles an Express execution: its claim stays. The next receive comes a
+    visibility timeout later, when the claim is older than any execution can run, and takes it over."""
+    with Rehearsal.start(assembly, stack_name=request_response_app.STACK_NAME, execution_timeout_seconds=1) as aws:
+        aws.faults.add(Fault(TASK, FaultKind.HANG, times=1))
+        message_id = aws.send(product("sku-1"))
+        (held,) = aws.wait_for_hang()
+        aws.advance(2)
+        assert aws.execution_status(held) == "TIMED_OUT"
+        aws.release_held()  # the invocation the execution stopped waiting for runs on: it claims and indexes
+        aws.set_execution_timeout(None)
+        (claim,) = [row for row in aws.items(Output.DELIVERIES_TABLE_NAME) if row["messageId"] == message_id]
+        assert claim["executionArn"] == held and "deliveredAt" not in claim
+        assert places(aws, {message_id: "sku-1"}) == {message_id: ["indexed", "source queue"]}
+
+        advance_until_quiet(aws)
+
+        assert [e.status for e in aws.executions()] == ["TIMED_OUT", "SUCCEEDED"]
+        first, second = starts(aws, message_id)
+        assert (second - first).total_seconds() == VISIBILITY_TIMEOUT
+        assert places(aws, {message_id: "sku-1"}) == {message_id: ["indexed"]}
+        (claim,) = [row for row in aws.items(Output.DELIVERIES_TABLE_NAME) if row["messageId"] == message_id]
+        assert claim["executionArn"] != held and "deliveredAt" in claim

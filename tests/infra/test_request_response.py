@@ -29,6 +29,7 @@ from fire_and_forget.construct.request_response import (
     visibility_timeout_seconds,
     with_returned_tail,
 )
+from fire_and_forget.runtime.deliveries import STALE_AFTER_VARIABLE
 from tests.infra import request_response_app
 from tests.pipeline import minimal
 from tests.support.cdk import REPO
@@ -155,6 +156,26 @@ def test_a_duplicate_succeeds_only_when_the_claims_owner_completed_the_delivery(
     returned = states[states[read["Next"]]["Default"]]
     assert (returned["Type"], returned["Error"]) == ("Fail", "DuplicateDelivery")
     assert read["Catch"][0]["Next"] == states[read["Next"]]["Default"]
+
+
+def test_the_claiming_function_takes_a_claim_over_once_its_execution_cannot_be_running(
+        template: dict[str, Any]) -> None:
+    (function,) = [f["Properties"] for f in of_type(template, "AWS::Lambda::Function").values()
+                   if "DELIVERIES_TABLE_NAME" in f["Properties"].get("Environment", {}).get("Variables", {})]
+    variables = function["Environment"]["Variables"]
+    workflow_timeout = definition(template)["TimeoutSeconds"]
+    # The workflow's TimeoutSeconds and the longest invocation it may start just before: well under the visibility
+    # timeout, so the receive after a timed-out execution owns the message.
+    assert int(variables[STALE_AFTER_VARIABLE]) == workflow_timeout + function["Timeout"]
+    assert int(variables[STALE_AFTER_VARIABLE]) < 6 * workflow_timeout
+
+
+def test_a_fire_and_forget_claim_is_never_taken_over(cloud_assembly: Path) -> None:
+    app = json.loads((cloud_assembly / "FireAndForget-Catalog.template.json").read_text(encoding="utf-8"))
+    variables = [f["Properties"].get("Environment", {}).get("Variables", {})
+                 for f in of_type(app, "AWS::Lambda::Function").values()]
+    assert any("DELIVERIES_TABLE_NAME" in v for v in variables)
+    assert not any(STALE_AFTER_VARIABLE in v for v in variables)
 
 
 def test_every_successful_end_of_the_workflow_records_the_completed_delivery_first(template: dict[str, Any]) -> None:

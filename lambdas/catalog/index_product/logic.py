@@ -53,7 +53,8 @@ def handle(event: Any) -> dict[str, Any]:
     client = dynamodb()
     return index_product(
         event,
-        claims=DynamoDBDeliveryClaims(client, settings.deliveries_table, settings.claim_ttl_seconds),
+        claims=DynamoDBDeliveryClaims(client, settings.deliveries_table, settings.claim_ttl_seconds,
+                                      settings.claim_stale_after_seconds),
         index=DynamoDBSearchIndex(client, settings.search_index_table),
     )
 

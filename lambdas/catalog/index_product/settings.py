@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fire_and_forget.runtime.deliveries import stale_after_from_env
+
 
 @dataclass(frozen=True)
 class IndexProductSettings:
     deliveries_table: str
     claim_ttl_seconds: int
     search_index_table: str
+    claim_stale_after_seconds: int | None = None  # REQUEST_RESPONSE only (fire_and_forget.runtime.deliveries)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> IndexProductSettings:
@@ -27,4 +30,5 @@ class IndexProductSettings:
             deliveries_table=required("DELIVERIES_TABLE_NAME"),
             claim_ttl_seconds=int(ttl),
             search_index_table=required("SEARCH_INDEX_TABLE_NAME"),
+            claim_stale_after_seconds=stale_after_from_env(environ),
         )

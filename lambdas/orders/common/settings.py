@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
+from fire_and_forget.runtime.deliveries import stale_after_from_env
+
 MIN_IDEMPOTENCY_EXPIRY_SECONDS = 14 * 24 * 3600  # the DLQ retention and redrive window
 DEFAULT_IDEMPOTENCY_EXPIRY_SECONDS = 15 * 24 * 3600
 DEFAULT_SERVED_COUNTRIES = "JP,US,CA,GB,DE,FR,AU,NZ,SG"
@@ -49,15 +51,21 @@ class ReserveInventorySettings(NamedTuple):
     deliveries_table: str
     orders_table: str
     idempotency: IdempotencySettings
+    claim_stale_after_seconds: int | None = None  # REQUEST_RESPONSE only (fire_and_forget.runtime.deliveries)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ReserveInventorySettings:
+        try:
+            stale_after = stale_after_from_env(env)
+        except ValueError as error:
+            raise ConfigurationError(str(error)) from None
         return cls(
             inventory_table=_required(env, "INVENTORY_TABLE_NAME"),
             reservations_table=_required(env, "RESERVATIONS_TABLE_NAME"),
             deliveries_table=_required(env, "DELIVERIES_TABLE_NAME"),
             orders_table=_required(env, "ORDERS_TABLE_NAME"),
             idempotency=IdempotencySettings.from_env(env),
+            claim_stale_after_seconds=stale_after,
         )
 
 

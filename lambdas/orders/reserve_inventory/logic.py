@@ -32,7 +32,8 @@ def handle(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         event,
         context,
         settings=settings,
-        claims=DynamoDBDeliveryClaims(client, settings.deliveries_table, settings.idempotency.expiry_seconds),
+        claims=DynamoDBDeliveryClaims(client, settings.deliveries_table, settings.idempotency.expiry_seconds,
+                                      settings.claim_stale_after_seconds),
         inventory=DynamoDBInventory(client, settings.inventory_table, settings.reservations_table),
         ledger=DynamoDBOrderLedger(client, settings.orders_table),
     )

@@ -43,6 +43,7 @@ from fire_and_forget.construct.settings import PipelineSettings
 from fire_and_forget.construct.source_queue import SourceQueue
 from fire_and_forget.construct.task_resources import encrypted_table
 from fire_and_forget.construct.workflow import WiringError, Workflow, WorkflowStateMachine, retried_errors
+from fire_and_forget.runtime.deliveries import STALE_AFTER_VARIABLE
 from fire_and_forget.runtime.outputs import Output
 from fire_and_forget.runtime.tail import HANDLED_FAILURE_ERROR
 
@@ -188,6 +189,12 @@ class FireAndForgetPipeline(Construct):
         """REQUEST_RESPONSE: the source queue is the safety net. No status-change rule (Express workflows send no
         such events), no Reconciler and no Redriver (they read and redrive Standard executions), no failure DLQ."""
         settings = props.settings
+        # A timed-out Express execution's claim is taken over once it cannot be running any more: the workflow's
+        # TimeoutSeconds, plus the longest invocation it may have started just before (runtime/deliveries.py).
+        functions = [f for f in props.workflow.functions.values() if f is not None]
+        stale_after = workflow_timeout_seconds(settings, REQUEST_RESPONSE) + max(
+            (lambda_timeout_seconds(f) for f in functions), default=0)
+        props.workflow.functions[props.workflow.claims_delivery].add_environment(STALE_AFTER_VARIABLE, str(stale_after))
         SlackNotifications(self, "Notifications", settings=settings, topic=self.alerts_topic)
         alarms = RequestResponseAlarms(
             self, "Monitoring", settings=settings.alarms, state_machine=self.state_machine, source_dlq=self.source_dlq,
