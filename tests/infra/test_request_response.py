@@ -106,13 +106,16 @@ def test_the_pipe_waits_for_the_result_with_start_sync_execution_only(template: 
 
 def test_no_part_of_the_fire_and_forget_safety_net_is_built(template: dict[str, Any]) -> None:
     # No status-change rule (Express sends no such events), no Reconciler or Redriver and their schedules
-    # (they sweep and redrive Standard executions), no operator policy, no dashboard.
-    for kind in ("AWS::Events::Rule", "AWS::Scheduler::Schedule", "AWS::IAM::ManagedPolicy",
-                 "AWS::CloudWatch::Dashboard", "AWS::CloudWatch::CompositeAlarm"):
+    # (they sweep and redrive Standard executions), no dashboard. The operator policy is the mode's own
+    # (tests/permissions/test_request_response_matrix.py).
+    for kind in ("AWS::Events::Rule", "AWS::Scheduler::Schedule", "AWS::CloudWatch::Dashboard",
+                 "AWS::CloudWatch::CompositeAlarm"):
         assert not of_type(template, kind), kind
     assert len(of_type(template, "AWS::Lambda::Function")) == 1  # the workflow's own task
     assert {"FailureDlqUrl", "FailureRuleName", "ReconcilerFunctionName", "RedriverFunctionName",
-            "OperatorPolicyArn"}.isdisjoint(template["Outputs"])
+            "HealingPolicy"}.isdisjoint(template["Outputs"])
+    assert template["Outputs"]["InvocationType"]["Value"] == RR
+    assert "OperatorPolicyArn" in template["Outputs"]
 
 
 def test_alarms_watch_the_express_executions_and_the_source_dlq(template: dict[str, Any]) -> None:
@@ -295,8 +298,10 @@ def test_the_smallest_pipeline_builds_in_request_response_mode(tmp_path: Path) -
     assert pipeline.failure_dlq is None and pipeline.dashboard is None
     assert set(pipeline.alarms) == {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionThrottled",
                                     "SourceDlqNotEmpty"}
-    with pytest.raises(ValueError, match="REQUEST_RESPONSE mode, which has no operator policy"):
-        _ = pipeline.operator_policy
+    statements = cdk.Stack.of(pipeline).resolve(pipeline.operator_policy.document.to_json())["Statement"]
+    actions = {a for statement in statements for a in ([statement["Action"]] if isinstance(statement["Action"], str)
+                                                      else statement["Action"])}
+    assert "sqs:StartMessageMoveTask" in actions and not {a for a in actions if a.startswith("states:")}
 
 
 def test_the_runtime_names_the_tails_duplicate_ends(template: dict[str, Any]) -> None:

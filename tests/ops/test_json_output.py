@@ -65,13 +65,16 @@ def test_status_document(aws: Rehearsal, cli: CliRunner) -> None:
     _, status = ff_ops(cli, "status")
 
     assert status["schema"] == "ff-ops/status/v1"
-    assert set(status) == {"schema", "stack", "region", "keyField", "queues", "pipe", "executions", "healing"}
+    assert set(status) == {"schema", "stack", "region", "keyField", "invocationType", "queues", "pipe", "executions",
+                           "healing"}
+    assert status["invocationType"] == "FIRE_AND_FORGET"
     assert [q["outputKey"] for q in status["queues"]] == [
         "SourceQueueUrl", "SourceDlqUrl", "FailureDlqUrl", "FailureEventsQueueUrl", "EventTargetDlqUrl",
         "ReconcilerDlqUrl", "ScheduleDlqUrl"]
     assert {frozenset(q) for q in status["queues"]} == {frozenset(QUEUE)}
     assert set(status["pipe"]) == {"name", "currentState", "desiredState", "stateReason"}
-    assert set(status["executions"]) == {"windowHours", "counts", "countsTruncated", "recent"}
+    assert set(status["executions"]) == {"windowHours", "counts", "countsTruncated", "countedFrom", "recent"}
+    assert status["executions"]["countedFrom"] == "executions"
     assert set(status["executions"]["counts"]) == {"FAILED", "TIMED_OUT", "ABORTED"}
     assert {frozenset(e) for e in status["executions"]["recent"]} == {frozenset(EXECUTION)}
     assert set(status["healing"]) == {"failureDlq", "healedAutomatically"}

@@ -59,6 +59,12 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "delete_item": [("dynamodb:DeleteItem", "InventoryTableName"), ("kms:Decrypt", "InventoryTableName")],
 }
 SMOKE_CALLS = ("put_item", "delete_item")
+# What ff-ops calls on a REQUEST_RESPONSE stack (`status` and `source-dlq redrive`, the commands that apply there;
+# tests/catalog/test_request_response_ops.py records the calls and holds them to this set). None on Step Functions:
+# ListExecutions, DescribeExecution, GetExecutionHistory and RedriveExecution support no Express workflow.
+REQUEST_RESPONSE_CALLS = ("describe_stacks", "get_queue_attributes", "receive_message",
+                          "change_message_visibility_batch", "start_message_move_task", "list_message_move_tasks",
+                          "get_metric_data", "describe_pipe")
 SMOKE_TABLE = "InventoryTableName"
 # Granted whether or not src/fire_and_forget/cli/ calls it (none today: `ff-ops trace` reads execution histories
 # itself).
@@ -109,19 +115,18 @@ def operator_checks(builder: MatrixBuilder, stack_name: str = STACK_NAME) -> Non
         lid = a.lid(outputs[key]["Value"])
         return lid, a.att(lid, "Ref" if key == "StateMachineArn" else "Arn")
 
-    for method, calls in (OPS_CALLS | GRANTED_BEYOND_OPS).items():
-        if method in SMOKE_CALLS and SMOKE_TABLE not in outputs:
-            continue  # the smoke test sends an order: only the order example grants its stock item
-        for action, key in calls:
-            lid, resource = target(key)
-            _ops_call(builder, f"operator ff-ops {method}", identity, action, lid, resource)
+    request_response = outputs.get("InvocationType", {}).get("Value") == "REQUEST_RESPONSE"
+    for method, action, key in _granted_calls(outputs, request_response):
+        lid, resource = target(key)
+        _ops_call(builder, f"operator ff-ops {method}", identity, action, lid, resource)
 
     edge = "operator beyond ff-ops"
     source = a.lid(outputs["SourceQueueUrl"]["Value"])
-    failure_dlq = a.lid(outputs["FailureDlqUrl"]["Value"])
+    kept = a.lid(outputs["FailureDlqUrl"]["Value"]) if "FailureDlqUrl" in outputs else a.lid(
+        outputs["SourceDlqUrl"]["Value"])
     for action, lid in (
         ("sqs:DeleteQueue", source),
-        ("sqs:PurgeQueue", failure_dlq),
+        ("sqs:PurgeQueue", kept),
         ("sqs:SetQueueAttributes", source),
         ("sqs:ReceiveMessage", source),
     ):
@@ -148,8 +153,40 @@ def operator_checks(builder: MatrixBuilder, stack_name: str = STACK_NAME) -> Non
         # No write to the delivery claims: a forged claim would make a message's executions end as duplicates.
         ("dynamodb:PutItem", a.att(a.lid(outputs["DeliveriesTableName"]["Value"]))),
         *_beyond_the_smoke(a, outputs),
+        *_beyond_request_response(a, outputs, machine, request_response),
     ):
         builder._add(Check(edge, OPERATOR, action, resource, False, "not an ff-ops call", dict(TLS), identity))
+
+
+def _granted_calls(outputs: dict[str, Any], request_response: bool) -> list[tuple[str, str, str]]:
+    """(boto3 method, IAM action, resource key) of every call the stack's operator policy must allow."""
+    granted = []
+    for method, calls in (OPS_CALLS | GRANTED_BEYOND_OPS).items():
+        if method in SMOKE_CALLS and SMOKE_TABLE not in outputs:
+            continue  # the smoke test sends an order: only the order example grants its stock item
+        if request_response and method not in REQUEST_RESPONSE_CALLS:
+            continue  # judged as denied (_beyond_request_response)
+        # A queue the mode does not build (the failure DLQ, the healing queues) has no output and no call.
+        granted += [(method, action, key) for action, key in calls
+                    if key in ("stack", "execution", "*") or key in outputs]
+    return granted
+
+
+def _beyond_request_response(a: Any, outputs: dict[str, Any], machine: str,
+                             request_response: bool) -> list[tuple[str, str]]:
+    """In REQUEST_RESPONSE no execution call at all (AWS supports none on Express executions, and ff-ops makes none),
+    no read of the delivery claims, no search of the metrics."""
+    if not request_response:
+        return []
+    execution = arn("states", f"express:{a.att(machine, 'Name')}:product-1:0")
+    return [
+        ("states:ListExecutions", a.att(machine, "Ref")),
+        ("states:StartSyncExecution", a.att(machine, "Ref")),
+        ("states:DescribeExecution", execution),
+        ("states:GetExecutionHistory", execution),
+        ("dynamodb:GetItem", a.att(a.lid(outputs["DeliveriesTableName"]["Value"]))),
+        ("cloudwatch:ListMetrics", "*"),
+    ]
 
 
 def _beyond_the_smoke(a: Any, outputs: dict[str, Any]) -> list[tuple[str, str]]:

@@ -9,12 +9,15 @@ import pytest
 
 from tests.infra import request_response_app
 from tests.permissions.matrix import MatrixBuilder, uncovered
+from tests.permissions.operator import operator_checks
 from tests.permissions.simulator import available, simulate
 
 
 @pytest.fixture(scope="module")
 def matrix() -> MatrixBuilder:
-    return MatrixBuilder(request_response_app.template()).build()
+    builder = MatrixBuilder(request_response_app.template()).build()
+    operator_checks(builder, request_response_app.STACK_NAME)
+    return builder
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +43,14 @@ def test_the_pipe_may_start_only_synchronous_executions_of_its_workflow(matrix: 
     denied = {c.action for c in pipe if not c.allowed and c.action.startswith("states:")}
     assert allowed == {"states:StartSyncExecution"}
     assert "states:StartExecution" in denied
+
+
+def test_the_operator_may_run_status_and_the_source_dlq_redrive_and_nothing_on_executions(
+        matrix: MatrixBuilder) -> None:
+    operator = [c for c in matrix.checks if c.edge.startswith("operator")]
+    allowed = {c.action for c in operator if c.allowed}
+    assert {"sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "pipes:DescribePipe",
+            "cloudwatch:GetMetricData"} <= allowed
+    assert not {action for action in allowed if action.startswith(("states:", "dynamodb:"))}
+    denied = {c.action for c in operator if not c.allowed and c.why == "not an ff-ops call"}
+    assert {"states:ListExecutions", "states:DescribeExecution", "dynamodb:GetItem"} <= denied

@@ -51,7 +51,7 @@ from fire_and_forget.cli.guard import (
     require_an_answer,
 )
 from fire_and_forget.cli.source_dlq import MoveResult, list_messages, queue_arn, redrive_source_dlq, running_task
-from fire_and_forget.cli.stack import DeployedStack
+from fire_and_forget.cli.stack import BOTH_MODES, DeployedStack
 from fire_and_forget.cli.status import collect_status
 from fire_and_forget.cli.trend_page import key_nouns
 from fire_and_forget.cli.trend_report import DEFAULT_MAX_EXECUTIONS as DEFAULT_MAX_TREND_EXECUTIONS
@@ -92,7 +92,7 @@ def status(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, pr
             render.status(out, result)
         return ExitCode.OK, report.status(result)
 
-    run(stack_name, region, profile, shown, body)
+    run(stack_name, region, profile, shown, body, modes=BOTH_MODES)
 
 
 cli_trace.register(app)
@@ -182,7 +182,7 @@ def source_dlq_redrive(stack_name: StackName = DEFAULT_STACK_NAME, region: Regio
         return guard.exit_code(result.succeeded), report.source_dlq_redrive(stack.name, dlq_arn, destination_arn,
                                                                              result, audit)
 
-    run(stack_name, region, profile, as_json, body)
+    run(stack_name, region, profile, as_json, body, modes=BOTH_MODES)
 
 
 @executions_app.command("redrive")

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from typing import Annotated, Any, NoReturn
 
+import click
 import typer
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 
 from fire_and_forget.cli import report
 from fire_and_forget.cli.aws import Clients, connect
-from fire_and_forget.cli.errors import AwsError, ExitCode, OpsError, translate
+from fire_and_forget.cli.errors import AwsError, ExitCode, OpsError, UsageError, translate
 from fire_and_forget.cli.options import selection
 from fire_and_forget.cli.output import OutputFormat, Presentation, presentation
-from fire_and_forget.cli.stack import KEY_FIELD_OUTPUT, DeployedStack, find_stack
+from fire_and_forget.cli.stack import FIRE_AND_FORGET, KEY_FIELD_OUTPUT, DeployedStack, find_stack
 from fire_and_forget.runtime.records import Selection
 
 StackName = Annotated[str, typer.Option("--stack-name", envvar="FF_STACK_NAME", help="CloudFormation stack name.")]
@@ -68,15 +69,19 @@ Visibility = Annotated[
 Body = Callable[[Clients, DeployedStack, Console], tuple[ExitCode, dict[str, Any] | None]]
 
 
-def run(stack_name: str, region: str | None, profile: str | None, as_json: bool | Presentation, body: Body) -> None:
+def run(stack_name: str, region: str | None, profile: str | None, as_json: bool | Presentation, body: Body, *,
+        modes: Collection[str] = (FIRE_AND_FORGET,)) -> None:
     """Resolve the stack, run `body`, print its document as asked (a write command's `--json` flag, or a read
-    command's checked_presentation), and exit with its code. Off the table format, messages go to stderr."""
+    command's checked_presentation), and exit with its code. Off the table format, messages go to stderr. A stack
+    whose invocation type is not one of `modes` is refused before any other call (exit code 2)."""
     shown = as_json if isinstance(as_json, Presentation) else Presentation(
         OutputFormat.JSON if as_json else OutputFormat.TABLE)
     out = Console() if shown.is_table else Console(stderr=True)
     try:
         clients = connect(region=region, profile=profile)
         stack = find_stack(clients.cloudformation, stack_name)
+        if stack.invocation_type not in modes:
+            raise _wrong_mode(stack)
         if stack.key_field_assumed:
             Console(stderr=True).print(
                 f"note: stack {stack.name} has no output {KEY_FIELD_OUTPUT} (deployed before it existed): "
@@ -97,6 +102,22 @@ def run(stack_name: str, region: str | None, profile: str | None, as_json: bool 
     if printed is not None:
         typer.echo(printed)
     raise typer.Exit(int(code))
+
+
+def _wrong_mode(stack: DeployedStack) -> UsageError:
+    """This command reads what the stack's mode does not have: the failure DLQ, the Reconciler's records, Standard
+    executions (Step Functions' ListExecutions, DescribeExecution, GetExecutionHistory and RedriveExecution support
+    no Express workflow)."""
+    command = click.get_current_context(silent=True)
+    name = command.command_path if command is not None else "this command"
+    if stack.request_response:
+        return UsageError(
+            f"stack {stack.name} runs REQUEST_RESPONSE (an Express workflow the pipe waits for): `{name}` reads the "
+            "failure DLQ and Standard executions, which that mode does not have",
+            "its failed messages wait in the source DLQ (`ff-ops source-dlq redrive --dry-run` lists them) and "
+            "`ff-ops status` counts its failed executions; each execution's error is in the workflow's log group",
+        )
+    return UsageError(f"stack {stack.name} runs {stack.invocation_type}: `{name}` does not apply to it")
 
 
 def fail(failure: OpsError, as_json: bool | Presentation) -> NoReturn:

@@ -250,13 +250,19 @@ def status(console: Console, report: StackStatus) -> None:
     line(console, f"Pipe {pipe.name}: ", (str(pipe.current_state), colour), f" (desired {pipe.desired_state}){reason}")
     hours = report.window.total_seconds() / 3600
     counts = ", ".join(f"{status.lower().replace('_', ' ')} {n}" for status, n in report.counts.items())
-    console.print(f"Executions in the last {hours:g} h: {counts}" + (" (at least)" if report.counts_truncated else ""))
+    source = " (CloudWatch metrics: Express executions cannot be listed)" if report.counted_from == "metrics" else ""
+    console.print(f"Executions in the last {hours:g} h{source}: {counts}"
+                  + (" (at least)" if report.counts_truncated else ""), highlight=False)
     keys = [e.key or "-" for e in report.recent]
     width = max([len(report.key_field), *(len(k) for k in keys)])
     if report.recent:
         line(console, (f"  {'status':<9} {'stopped':<20}  {report.key_field:<{width}}  execution", "bold"))
     for e, key in zip(report.recent, keys, strict=True):
         line(console, f"  {e.status:<9} {_when(e.stop_date):<20}  {key:<{width}}  {e.name}")
+    if report.invocation_type == "REQUEST_RESPONSE":
+        console.print("Self-healing: none in REQUEST_RESPONSE: a failed message returns after the source queue's "
+                      "visibility timeout, and after its last receive waits in the source DLQ", highlight=False)
+        return
     healing_status(console, report.healing, hours)
 
 

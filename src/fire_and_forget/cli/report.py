@@ -183,6 +183,7 @@ def status(report: StackStatus) -> Json:
         "stack": report.stack,
         "region": report.region,
         "keyField": report.key_field,
+        "invocationType": report.invocation_type,
         "queues": [
             {"outputKey": q.output_key, "label": q.label, "url": q.url, "visible": q.visible,
              "inFlight": q.in_flight, "delayed": q.delayed, "oldestAgeSeconds": q.oldest_age_seconds}
@@ -194,6 +195,7 @@ def status(report: StackStatus) -> Json:
             "windowHours": report.window.total_seconds() / 3600,
             "counts": dict(report.counts),
             "countsTruncated": report.counts_truncated,
+            "countedFrom": report.counted_from,
             "recent": [
                 {"executionArn": e.execution_arn, "name": e.name, "status": e.status,
                  "startDate": json_time(e.start_date), "stopDate": json_time(e.stop_date),

@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
 
 
+FIRE_AND_FORGET = "FIRE_AND_FORGET"
+REQUEST_RESPONSE = "REQUEST_RESPONSE"
+BOTH_MODES = (FIRE_AND_FORGET, REQUEST_RESPONSE)  # the commands that apply to either: status, source-dlq redrive
+# What `status` reports in REQUEST_RESPONSE mode, which has neither a failure DLQ nor a status-change rule.
+REQUEST_RESPONSE_QUEUES = (Output.SOURCE_QUEUE_URL, Output.SOURCE_DLQ_URL)
+
 # The output naming the top-level body field that says which work a message is about (a business key).
 KEY_FIELD_OUTPUT = Output.MESSAGE_KEY_FIELD
 
@@ -72,6 +78,16 @@ class DeployedStack:
     def healing_queues(self) -> dict[str, str]:
         """Output key -> URL of the self-healing queues this stack has (none before self-healing)."""
         return {key: self.outputs[key] for key in HEALING_QUEUES if self.outputs.get(key)}
+
+    @property
+    def invocation_type(self) -> str:
+        """FIRE_AND_FORGET or REQUEST_RESPONSE, from the stack's InvocationType output (absent: FIRE_AND_FORGET, the
+        only mode before the output existed)."""
+        return self.outputs.get(Output.INVOCATION_TYPE) or FIRE_AND_FORGET
+
+    @property
+    def request_response(self) -> bool:
+        return self.invocation_type == REQUEST_RESPONSE
 
     @property
     def key_field(self) -> str:

@@ -11,7 +11,13 @@ from botocore.exceptions import ClientError
 
 from fire_and_forget.cli.healing import policy_of
 from fire_and_forget.cli.healing_status import HealingStatus, collect_healing
-from fire_and_forget.cli.stack import HEALING_QUEUES, QUEUES, DeployedStack
+from fire_and_forget.cli.stack import (
+    FIRE_AND_FORGET,
+    HEALING_QUEUES,
+    QUEUES,
+    REQUEST_RESPONSE_QUEUES,
+    DeployedStack,
+)
 from fire_and_forget.runtime.errors import error_code
 from fire_and_forget.runtime.outputs import Output
 from fire_and_forget.runtime.records import DEFAULT_KEY_FIELD, input_keys
@@ -22,6 +28,9 @@ if TYPE_CHECKING:
     from fire_and_forget.cli.aws import Clients
 
 UNSUCCESSFUL = ("FAILED", "TIMED_OUT", "ABORTED")
+# The AWS/States metric counting each unsuccessful end (dimension StateMachineArn): what `status` counts for an Express
+# workflow, whose executions ListExecutions does not list.
+ENDED_METRIC = {"FAILED": "ExecutionsFailed", "TIMED_OUT": "ExecutionsTimedOut", "ABORTED": "ExecutionsAborted"}
 _MAX_LISTED = 1000  # per status; counts beyond are reported as truncated
 
 
@@ -67,18 +76,24 @@ class StackStatus:
     recent: list[ExecutionSummary] = field(default_factory=list)
     healing: HealingStatus | None = None  # None: the stack has no HealingPolicy output (deployed before it)
     key_field: str = DEFAULT_KEY_FIELD  # the body field each recent execution's key was read from
+    invocation_type: str = FIRE_AND_FORGET
+    counted_from: str = "executions"  # or "metrics": REQUEST_RESPONSE, whose Express executions cannot be listed
 
 
 def collect_status(clients: Clients, stack: DeployedStack, now: datetime, window: timedelta = timedelta(hours=24),
                    recent_limit: int = 10) -> StackStatus:
     """Everything `status` shows, read from the resources the stack's outputs name."""
-    named = dict(zip(QUEUES, stack.require(*QUEUES), strict=True)) | stack.healing_queues
+    watched = REQUEST_RESPONSE_QUEUES if stack.request_response else tuple(QUEUES)
+    named = dict(zip(watched, stack.require(*watched), strict=True)) | stack.healing_queues
     state_machine_arn, pipe_name = stack.require(Output.STATE_MACHINE_ARN, Output.PIPE_NAME)
     urls = list(named.values())
     ages = _oldest_ages(clients, urls, now)
     queues = [_queue(clients, key, url, ages.get(url)) for key, url in named.items()]
     status = StackStatus(stack.name, clients.region, window, queues, _pipe(clients, pipe_name),
-                         key_field=stack.key_field)
+                         key_field=stack.key_field, invocation_type=stack.invocation_type)
+    if stack.request_response:
+        status.counts, status.counted_from = _ended_from_metrics(clients, state_machine_arn, now, window), "metrics"
+        return status
     cutoff = now - window
     for execution_status in UNSUCCESSFUL:
         found, truncated = _stopped_since(clients, state_machine_arn, execution_status, cutoff)
@@ -167,3 +182,27 @@ def _stopped_since(clients: Clients, state_machine_arn: str, status: str,
         if page["executions"] and page["executions"][-1]["startDate"] < cutoff - timedelta(days=1):
             break
     return found, False
+
+
+def _ended_from_metrics(clients: Clients, state_machine_arn: str, now: datetime,
+                        window: timedelta) -> dict[str, int]:
+    """Each unsuccessful end's count over the window, from the workflow's AWS/States metrics (Sum; a period a whole
+    number of minutes, as GetMetricData takes)."""
+    period = max(60, -(-int(window.total_seconds()) // 60) * 60)
+    queries: list[MetricDataQueryTypeDef] = [
+        {
+            "Id": f"e{index}",
+            "MetricStat": {
+                "Metric": {"Namespace": "AWS/States", "MetricName": ENDED_METRIC[execution_status],
+                           "Dimensions": [{"Name": "StateMachineArn", "Value": state_machine_arn}]},
+                "Period": period,
+                "Stat": "Sum",
+            },
+            "ReturnData": True,
+        }
+        for index, execution_status in enumerate(UNSUCCESSFUL)
+    ]
+    results = clients.cloudwatch.get_metric_data(MetricDataQueries=queries, StartTime=now - timedelta(seconds=period),
+                                                 EndTime=now)["MetricDataResults"]
+    counted = {result["Id"]: int(sum(result.get("Values", []))) for result in results}
+    return {execution_status: counted.get(f"e{index}", 0) for index, execution_status in enumerate(UNSUCCESSFUL)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import ArnFormat, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -19,9 +19,9 @@ from fire_and_forget.construct.compliance import acknowledge
 READ_QUEUE = ["sqs:GetQueueAttributes"]
 READ_FAILURE_DLQ = ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"]
 REDRIVE_SOURCE_DLQ = ["sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:ReceiveMessage", "sqs:DeleteMessage"]
-# `ff-ops trace` reads the source DLQ too, and makes what it read visible again at once
-# (fire_and_forget/runtime/dlq.py).
-TRACE_SOURCE_DLQ = ["sqs:ChangeMessageVisibility"]
+# `ff-ops source-dlq redrive` lists the source DLQ first and `ff-ops trace` reads it; each makes what it read visible
+# again at once (fire_and_forget/runtime/dlq.py).
+LIST_SOURCE_DLQ = ["sqs:ChangeMessageVisibility"]
 SEND_TO_SOURCE = ["sqs:SendMessage"]
 LIST_EXECUTIONS = ["states:ListExecutions"]
 ON_EXECUTIONS = ["states:DescribeExecution", "states:GetExecutionHistory", "states:RedriveExecution"]
@@ -33,13 +33,14 @@ QUEUE_KEY = ["kms:Decrypt", "kms:GenerateDataKey"]
 
 @dataclass(frozen=True)
 class OperatedResources:
-    """What ff-ops reads and redrives, as the stack built them."""
+    """What ff-ops reads and redrives, as the stack built them. In REQUEST_RESPONSE mode there is no failure DLQ
+    (`failure_dlq` None) and no Standard execution to list or redrive: the source DLQ is where failures wait."""
 
     stack_name: str
     source_queue: sqs.IQueue
     source_dlq: sqs.IQueue
-    failure_dlq: sqs.IQueue
-    watched_queues: tuple[sqs.IQueue, ...]  # every queue `status` reports, the three above included
+    failure_dlq: sqs.IQueue | None
+    watched_queues: tuple[sqs.IQueue, ...]  # every queue `status` reports, the ones above included
     state_machine: sfn.StateMachine
     pipe_arn: str
     key: kms.IKey
@@ -47,20 +48,13 @@ class OperatedResources:
 
 
 class OperatorPolicy(Construct):
-    """`.policy`: attach it to the operators' role or group. Exactly ff-ops' calls, on this stack's resources."""
+    """`.policy`: attach it to the operators' role or group. Exactly ff-ops' calls, on this stack's resources: in
+    REQUEST_RESPONSE mode those of `status` and `source-dlq redrive`, the only commands that apply there."""
 
     def __init__(self, scope: Construct, construct_id: str, *, resources: OperatedResources) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         r = resources
-        # RedriveExecution, DescribeExecution and GetExecutionHistory act on the execution ARN
-        # (execution:<stateMachineName>:<executionName>), not on the state machine.
-        executions = stack.format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{r.state_machine.state_machine_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
         statements = [
             _allow(
                 "FindTheStack",
@@ -68,39 +62,27 @@ class OperatorPolicy(Construct):
                 [stack.format_arn(service="cloudformation", resource="stack", resource_name=f"{r.stack_name}/*")],
             ),
             _allow("ReadQueueDepths", READ_QUEUE, [q.queue_arn for q in r.watched_queues]),
-            _allow("ReadAndRedriveFailureDlq", READ_FAILURE_DLQ, [r.failure_dlq.queue_arn]),
             _allow("RedriveSourceDlq", REDRIVE_SOURCE_DLQ, [r.source_dlq.queue_arn]),
-            _allow("TraceReadsTheSourceDlq", TRACE_SOURCE_DLQ, [r.source_dlq.queue_arn]),
+            _allow("ListTheSourceDlq", LIST_SOURCE_DLQ, [r.source_dlq.queue_arn]),
             _allow("SendRedrivenMessages", SEND_TO_SOURCE, [r.source_queue.queue_arn]),
-            _allow("ListExecutions", LIST_EXECUTIONS, [r.state_machine.state_machine_arn]),
-            _allow("InspectAndRedriveExecutions", ON_EXECUTIONS, [executions]),
             _allow("ReadPipeState", ["pipes:DescribePipe"], [r.pipe_arn]),
             # GetMetricData has no resource-level permissions (Service Authorization Reference: Resource "*").
-            _allow("ReadQueueAges", ["cloudwatch:GetMetricData"], ["*"]),
-            # `status` finds the healing functions' counts by name and `service` dimension (no output names their
-            # namespace); ListMetrics has no resource-level permissions either.
-            _allow("FindHealingMetrics", ["cloudwatch:ListMetrics"], ["*"]),
+            _allow("ReadMetrics", ["cloudwatch:GetMetricData"], ["*"]),
             iam.PolicyStatement(
                 sid="UseTheQueueKeyThroughSqs",
                 actions=QUEUE_KEY,
                 resources=[r.key.key_arn],
                 conditions={"StringEquals": {"kms:ViaService": f"sqs.{stack.region}.{stack.url_suffix}"}},
             ),
-            _allow("ReadReconcilerClaims", READ_CLAIMS, [r.deliveries_table.table_arn]),
-            iam.PolicyStatement(
-                sid="DecryptTheClaimsThroughDynamoDb",
-                actions=["kms:Decrypt"],
-                resources=[r.key.key_arn],
-                conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{stack.region}.{stack.url_suffix}"}},
-            ),
         ]
+        if r.failure_dlq is not None:
+            statements += self._fire_and_forget_statements(stack, r, r.failure_dlq)
         self.policy = iam.ManagedPolicy(
             self,
             "Policy",
             description=f"Operate the {r.stack_name} fire-and-forget pipeline with ff-ops (read, redrive)",
             statements=statements,
         )
-        machine_id = stack.get_logical_id(r.state_machine.node.default_child)  # type: ignore[arg-type]
         acknowledge(
             self.policy,
             "AwsSolutions-IAM5[Resource::*]",
@@ -109,17 +91,55 @@ class OperatorPolicy(Construct):
         )
         acknowledge(
             self.policy,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
-            f"<AWS::AccountId>:execution:<{machine_id}.Name>:*]",
-            "RedriveExecution, DescribeExecution and GetExecutionHistory act on execution ARNs, whose "
-            "names are generated; the pattern is this one state machine's executions only",
-        )
-        acknowledge(
-            self.policy,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:cloudformation:"
-            f"<AWS::Region>:<AWS::AccountId>:stack/{r.stack_name}/*]",
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:cloudformation:{_region_and_account(stack)}:"
+            f"stack/{r.stack_name}/*]",
             "a stack's ARN ends in an id CloudFormation generates; the pattern is this one stack name",
         )
+        if r.failure_dlq is not None:
+            machine_id = stack.get_logical_id(r.state_machine.node.default_child)  # type: ignore[arg-type]
+            acknowledge(
+                self.policy,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:{_region_and_account(stack)}:"
+                f"execution:<{machine_id}.Name>:*]",
+                "RedriveExecution, DescribeExecution and GetExecutionHistory act on execution ARNs, whose "
+                "names are generated; the pattern is this one state machine's executions only",
+            )
+
+    @staticmethod
+    def _fire_and_forget_statements(stack: Stack, r: OperatedResources,
+                                    failure_dlq: sqs.IQueue) -> list[iam.PolicyStatement]:
+        """The failure DLQ, the Standard executions, the healing metrics and the Reconciler's claims."""
+        # RedriveExecution, DescribeExecution and GetExecutionHistory act on the execution ARN
+        # (execution:<stateMachineName>:<executionName>), not on the state machine.
+        executions = stack.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{r.state_machine.state_machine_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        return [
+            _allow("ReadAndRedriveFailureDlq", READ_FAILURE_DLQ, [failure_dlq.queue_arn]),
+            _allow("ListExecutions", LIST_EXECUTIONS, [r.state_machine.state_machine_arn]),
+            _allow("InspectAndRedriveExecutions", ON_EXECUTIONS, [executions]),
+            # `status` finds the healing functions' counts by name and `service` dimension (no output names their
+            # namespace); ListMetrics has no resource-level permissions either.
+            _allow("FindHealingMetrics", ["cloudwatch:ListMetrics"], ["*"]),
+            _allow("ReadReconcilerClaims", READ_CLAIMS, [r.deliveries_table.table_arn]),
+            iam.PolicyStatement(
+                sid="DecryptTheClaimsThroughDynamoDb",
+                actions=["kms:Decrypt"],
+                resources=[r.key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{stack.region}.{stack.url_suffix}"}},
+            ),
+        ]
+
+
+def _region_and_account(stack: Stack) -> str:
+    """How cdk-nag spells the ARN's region and account: the pseudo parameters of an environment-agnostic stack, the
+    values of a stack bound to an environment."""
+    region = "<AWS::Region>" if Token.is_unresolved(stack.region) else stack.region
+    account = "<AWS::AccountId>" if Token.is_unresolved(stack.account) else stack.account
+    return f"{region}:{account}"
 
 
 def _allow(sid: str, actions: list[str], resources: list[str]) -> iam.PolicyStatement:

@@ -97,8 +97,8 @@ class FireAndForgetPipeline(Construct):
     Takes its props as keywords, as CDK constructs do; each is documented on PipelineProps. Exposes what it creates:
     `.source_queue`, `.source_dlq`, `.pipe`, `.state_machine`, `.failure_dlq`, `.alerts_topic`, `.alarms`,
     `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`, and `.props`; in REQUEST_RESPONSE mode
-    `.failure_dlq`, `.composite_alarm` and `.dashboard` are None and `.operator_policy` raises (ff-ops' policy reads
-    the FIRE_AND_FORGET parts). Its outputs have fixed keys,
+    `.failure_dlq`, `.composite_alarm` and `.dashboard` are None and `.operator_policy` grants only the commands
+    that mode has (`status`, `source-dlq redrive`). Its outputs have fixed keys,
     which is how ff-ops finds it: one pipeline per stack emits them.
     """
 
@@ -178,16 +178,16 @@ class FireAndForgetPipeline(Construct):
         self.alarms: dict[str, cw.Alarm] = {}
         self.composite_alarm: cw.CompositeAlarm | None = None
         self.dashboard: cw.Dashboard | None = None
-        self._operator_policy: iam.ManagedPolicy | None = None
         if returns:
-            self._request_response_net(props, stack)
+            self.operator_policy: iam.ManagedPolicy = self._request_response_net(props, stack)
         else:
-            self._fire_and_forget_net(props, stack, source, failure, machine)
+            self.operator_policy = self._fire_and_forget_net(props, stack, source, failure, machine)
         self.node.add_validation(_GeneratedNamesFit(stack, (self.state_machine,)))
 
-    def _request_response_net(self, props: PipelineProps, stack: Stack) -> None:
+    def _request_response_net(self, props: PipelineProps, stack: Stack) -> iam.ManagedPolicy:
         """REQUEST_RESPONSE: the source queue is the safety net. No status-change rule (Express workflows send no
-        such events), no Reconciler and no Redriver (they read and redrive Standard executions), no failure DLQ."""
+        such events), no Reconciler and no Redriver (they read and redrive Standard executions), no failure DLQ. The
+        operator policy grants what ff-ops does in this mode: status and the source DLQ's redrive."""
         settings = props.settings
         # A timed-out Express execution's claim is taken over once it cannot be running any more: the workflow's
         # TimeoutSeconds, plus the longest invocation it may have started just before (runtime/deliveries.py).
@@ -202,8 +202,19 @@ class FireAndForgetPipeline(Construct):
             runbook_url=settings.runbook_url,
         )
         self.alarms = alarms.alarms
+        operator_policy = OperatorPolicy(
+            self, "OperatorPolicy",
+            resources=OperatedResources(
+                stack_name=stack.stack_name, source_queue=self.source_queue, source_dlq=self.source_dlq,
+                failure_dlq=None, watched_queues=(self.source_queue, self.source_dlq),
+                state_machine=self.state_machine, pipe_arn=self.pipe.attr_arn, key=self.key,
+                deliveries_table=self.deliveries_table,
+            ),
+        ).policy
         outputs: dict[Output, str] = {
             Output.PIPELINE_NAME: props.name,
+            Output.INVOCATION_TYPE: REQUEST_RESPONSE,
+            Output.OPERATOR_POLICY_ARN: operator_policy.managed_policy_arn,
             Output.SOURCE_QUEUE_URL: self.source_queue.queue_url,
             Output.SOURCE_DLQ_URL: self.source_dlq.queue_url,
             Output.ALERTS_TOPIC_ARN: self.alerts_topic.topic_arn,
@@ -214,9 +225,10 @@ class FireAndForgetPipeline(Construct):
             Output.MESSAGE_KEY_FIELD: props.message_key,
         }
         self._emit(props, outputs)
+        return operator_policy
 
     def _fire_and_forget_net(self, props: PipelineProps, stack: Stack, source: SourceQueue,
-                             failure: FailureHandling, machine: WorkflowStateMachine) -> None:
+                             failure: FailureHandling, machine: WorkflowStateMachine) -> iam.ManagedPolicy:
         """FIRE_AND_FORGET: the failure tail's DLQ and topic, the status-change rule, the healing functions, the
         alarms and dashboard, the operator policy."""
         settings = props.settings
@@ -286,7 +298,7 @@ class FireAndForgetPipeline(Construct):
         self.alarms = monitoring.alarms
         self.composite_alarm = monitoring.composite
         self.dashboard = monitoring.dashboard
-        self._operator_policy = OperatorPolicy(
+        operator_policy = OperatorPolicy(
             self,
             "OperatorPolicy",
             resources=OperatedResources(
@@ -306,6 +318,7 @@ class FireAndForgetPipeline(Construct):
 
         outputs: dict[Output, str] = {
             Output.PIPELINE_NAME: props.name,
+            Output.INVOCATION_TYPE: props.invocation_type,
             Output.SOURCE_QUEUE_URL: self.source_queue.queue_url,
             Output.SOURCE_DLQ_URL: self.source_dlq.queue_url,
             Output.FAILURE_DLQ_URL: self.failure_dlq.queue_url,
@@ -318,7 +331,7 @@ class FireAndForgetPipeline(Construct):
             Output.PIPE_ARN: self.pipe.attr_arn,
             Output.FAILURE_RULE_NAME: execution_events.rule.rule_name,
             Output.DASHBOARD_NAME: self.dashboard.dashboard_name,
-            Output.OPERATOR_POLICY_ARN: self._operator_policy.managed_policy_arn,
+            Output.OPERATOR_POLICY_ARN: operator_policy.managed_policy_arn,
             Output.DELIVERIES_TABLE_NAME: self.deliveries_table.table_name,
             Output.MESSAGE_KEY_FIELD: props.message_key,
             Output.RECONCILER_DLQ_URL: self.healing.reconciler_dlq.queue_url,
@@ -331,6 +344,7 @@ class FireAndForgetPipeline(Construct):
         if workflow.compensations:  # `ff-ops trace` lists these states as the compensations an execution ran
             outputs[Output.COMPENSATION_STATES] = ",".join(workflow.compensations)
         self._emit(props, outputs)
+        return operator_policy
 
     def _emit(self, props: PipelineProps, outputs: Mapping[Output, str]) -> None:
         clashing = sorted(set(outputs) & set(props.outputs))
@@ -339,15 +353,6 @@ class FireAndForgetPipeline(Construct):
         for output_id, value in (dict(outputs) | dict(props.outputs)).items() if props.emit_outputs else ():
             # At the stack's top level, under the fixed key: ff-ops reads outputs by key.
             CfnOutput(self, str(output_id), value=value).override_logical_id(str(output_id))
-
-    @property
-    def operator_policy(self) -> iam.ManagedPolicy:
-        """The managed policy for the operators' role: exactly ff-ops' calls (FIRE_AND_FORGET mode)."""
-        if self._operator_policy is None:
-            raise WiringError(f"{self.node.path} runs in REQUEST_RESPONSE mode, which has no operator policy: ff-ops' "
-                              "calls read the failure DLQ, the Reconciler and Standard executions, none of which exist "
-                              "there (docs/construct.md, \"The two modes\").")
-        return self._operator_policy
 
     def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
         """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""

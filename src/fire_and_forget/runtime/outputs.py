@@ -12,6 +12,8 @@ class Output(StrEnum):
     """Every output the construct writes (each at the stack's top level, under its key)."""
 
     PIPELINE_NAME = "PipelineName"
+    # FIRE_AND_FORGET or REQUEST_RESPONSE: which of ff-ops' commands apply (a stack without it is FIRE_AND_FORGET).
+    INVOCATION_TYPE = "InvocationType"
     SOURCE_QUEUE_URL = "SourceQueueUrl"
     SOURCE_DLQ_URL = "SourceDlqUrl"
     FAILURE_DLQ_URL = "FailureDlqUrl"
