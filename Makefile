@@ -118,9 +118,13 @@ DEMO_ARGS ?=
 # The catalog example runs after the orders, with chaos when the orders had it (CATALOG_DEMO_ARGS="--products 100").
 CATALOG_DEMO_ARGS ?= $(filter --chaos,$(DEMO_ARGS))
 
-demo: synth ## the main job: deploy the app offline, push orders, then product changes, through it (DEMO_ARGS="--orders 500 --chaos")
+# COMPARE=1: then the two modes side by side, as `make compare` (about 20 s more).
+COMPARE ?=
+
+demo: synth ## the main job: deploy the app offline, push orders, then product changes, through it (DEMO_ARGS="--orders 500 --chaos", COMPARE=1)
 	$(RUN) python -m demos.orders.demo $(DEMO_ARGS)
 	$(RUN) python -m demos.orders.demo --example catalog $(CATALOG_DEMO_ARGS)
+	$(if $(COMPARE),$(MAKE) --no-print-directory compare)
 
 COMPARE_ARGS ?=
 

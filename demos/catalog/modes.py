@@ -115,9 +115,11 @@ def measure(aws: Rehearsal, message_ids: list[str], sent_at: datetime, dynamodb:
         if where in ([FAILURE_DLQ], [SOURCE_DLQ]) and owners:
             given_up_after.append((described[owners[-1].arn]["stopDate"] - sent_at).total_seconds())
         for execution in runs:
+            # An Express execution bills its duration, Retry waits included: priced at each wait's mean over its
+            # jitter, so that the figure is the same in every run (the draw itself changes from run to run).
             retries = aws.clock.for_execution(execution.arn)
             add(total, usage_of_execution(execution.history, len(retries), express=aws.express,
-                                          waited_seconds=sum(wait.seconds for wait in retries)))
+                                          waited_seconds=sum(wait.expected_seconds for wait in retries)))
     total.dynamodb_writes, total.dynamodb_reads = dynamodb.write, dynamodb.read
     sent = set(message_ids)
     deleted = [(moment - sent_at).total_seconds() for message_id, moment in aws.pipe.stats.deleted_at.items()

@@ -96,6 +96,8 @@ def test_transient_failure_is_retried_with_capped_jittered_backoff_then_succeeds
     for attempt, wait in enumerate(waits):
         # FULL jitter: a random wait between 0 and the exponential interval (2 s x 2^n), capped at 30 s.
         assert 0 <= wait.seconds <= min(30, 2 * 2**attempt)
+        # The rehearsal keeps the interval the draw was made under, and prices a wait at the draw's mean.
+        assert (wait.ceiling, wait.expected_seconds) == (min(30, 2 * 2**attempt), min(30, 2 * 2**attempt) / 2)
 
 
 @pytest.mark.parametrize(

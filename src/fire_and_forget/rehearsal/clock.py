@@ -11,6 +11,7 @@ and a timeout happens exactly when the rehearsal moves the clock past it, deadli
 
 from __future__ import annotations
 
+import random
 import sys
 import threading
 import time
@@ -21,7 +22,7 @@ from types import ModuleType
 from typing import Any
 
 import time_machine
-from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+from moto.stepfunctions.parser.asl.component.common.retry import jitter_strategy_decl, retrier_decl
 
 # How often a clocked wait looks again on its own: a safety net under the notifications, never a time limit.
 RECHECK_SECONDS = 1.0
@@ -29,11 +30,34 @@ RECHECK_SECONDS = 1.0
 
 @dataclass(frozen=True)
 class RetryWait:
-    """One back-off wait a Retry field asked for: which execution, which state, how long."""
+    """One back-off wait a Retry field asked for: which execution, which state, how long; `ceiling` is the interval
+    before jitter (None without a JitterStrategy; FULL jitter draws `seconds` between 0 and it)."""
 
     execution_arn: str
     state: str
     seconds: float
+    ceiling: float | None = None
+
+    @property
+    def expected_seconds(self) -> float:
+        """The wait's mean over its jitter: what a million such waits average to (half the ceiling under FULL
+        jitter's uniform draw), the same in every run."""
+        return self.seconds if self.ceiling is None else self.ceiling / 2
+
+
+class _JitterDraws:
+    """Stands in for `random` inside the interpreter's jitter strategy: the same draw, with its range remembered per
+    thread so that the wait that follows knows its ceiling."""
+
+    def __init__(self) -> None:
+        self.ceilings = threading.local()
+
+    def uniform(self, low: float, high: float) -> float:
+        self.ceilings.last = float(high)
+        return random.uniform(low, high)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(random, name)
 
 
 class RetryClock:
@@ -43,6 +67,8 @@ class RetryClock:
         self.waits: list[RetryWait] = []
         self._lock = threading.Lock()
         self._original: ModuleType | None = None
+        self._original_random: ModuleType | None = None
+        self._draws = _JitterDraws()
 
     def sleep(self, seconds: float) -> None:
         # The caller is RetrierDecl._eval_body, whose `env` knows the execution and the state being retried.
@@ -50,8 +76,10 @@ class RetryClock:
         context = getattr(getattr(getattr(env, "states", None), "context_object", None), "context_object_data", {})
         execution = (context.get("Execution") or {}).get("Id", "?")
         state = (context.get("State") or {}).get("Name", "?")
+        ceiling = getattr(self._draws.ceilings, "last", None)
+        self._draws.ceilings.last = None  # one draw per wait: a Retry without jitter must not inherit it
         with self._lock:
-            self.waits.append(RetryWait(execution, state, float(seconds)))
+            self.waits.append(RetryWait(execution, state, float(seconds), ceiling))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(time, name)
@@ -59,11 +87,16 @@ class RetryClock:
     def install(self) -> None:
         self._original = retrier_decl.time  # type: ignore[attr-defined]
         retrier_decl.time = self  # type: ignore[attr-defined,assignment]
+        self._original_random = jitter_strategy_decl.random  # type: ignore[attr-defined]
+        jitter_strategy_decl.random = self._draws  # type: ignore[attr-defined,assignment]
 
     def uninstall(self) -> None:
         if self._original is not None:
             retrier_decl.time = self._original  # type: ignore[attr-defined]
             self._original = None
+        if self._original_random is not None:
+            jitter_strategy_decl.random = self._original_random  # type: ignore[attr-defined]
+            self._original_random = None
 
     def for_execution(self, execution_arn: str) -> list[RetryWait]:
         with self._lock:
