@@ -7,7 +7,6 @@ from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from typing import Annotated, Any, NoReturn
 
-import click
 import typer
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
@@ -108,16 +107,14 @@ def _wrong_mode(stack: DeployedStack) -> UsageError:
     """This command reads what the stack's mode does not have: the failure DLQ, the Reconciler's records, Standard
     executions (Step Functions' ListExecutions, DescribeExecution, GetExecutionHistory and RedriveExecution support
     no Express workflow)."""
-    command = click.get_current_context(silent=True)
-    name = command.command_path if command is not None else "this command"
     if stack.request_response:
         return UsageError(
-            f"stack {stack.name} runs REQUEST_RESPONSE (an Express workflow the pipe waits for): `{name}` reads the "
-            "failure DLQ and Standard executions, which that mode does not have",
+            f"stack {stack.name} runs REQUEST_RESPONSE (an Express workflow the pipe waits for): this command reads "
+            "the failure DLQ and Standard executions, which that mode does not have",
             "its failed messages wait in the source DLQ (`ff-ops source-dlq redrive --dry-run` lists them) and "
             "`ff-ops status` counts its failed executions; each execution's error is in the workflow's log group",
         )
-    return UsageError(f"stack {stack.name} runs {stack.invocation_type}: `{name}` does not apply to it")
+    return UsageError(f"stack {stack.name} runs {stack.invocation_type}: this command does not apply to it")
 
 
 def fail(failure: OpsError, as_json: bool | Presentation) -> NoReturn:
