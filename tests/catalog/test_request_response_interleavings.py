@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -70,7 +71,8 @@ def deployed() -> Deployed:
     template = request_response_app.template()
     resources = template["Resources"].values()
     (machine,) = [r["Properties"] for r in resources if r["Type"] == "AWS::StepFunctions::StateMachine"]
-    definition = _definition(machine["DefinitionString"])
+    # A plain string: the definition's ARNs and names are DefinitionSubstitutions.
+    definition: dict[str, Any] = json.loads(machine["DefinitionString"])
     (function,) = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"]
     (queue,) = [r["Properties"] for r in resources if r["Type"] == "AWS::SQS::Queue" and "RedrivePolicy" in
                 r["Properties"]]
@@ -83,15 +85,6 @@ def deployed() -> Deployed:
         visibility_timeout=int(queue["VisibilityTimeout"]),
         stale_after=int(function["Environment"]["Variables"][STALE_AFTER_VARIABLE]),
     )
-
-
-def _definition(value: Any) -> dict[str, Any]:
-    import json
-
-    if isinstance(value, str):
-        return dict(json.loads(value))
-    parts = value["Fn::Join"][1]
-    return dict(json.loads("".join(part if isinstance(part, str) else TABLE for part in parts)))
 
 
 def tail_call(parameters: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
