@@ -296,7 +296,7 @@ def test_the_executions_metrics_are_sent_together_when_a_run_ends(
 
 
 def test_moto_lists_a_response_classs_methods_once_however_many_requests_it_serves(
-        aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
+        moto_as_shipped: None, aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given one order run (every response class of the saga has served a request)
     import inspect
 
