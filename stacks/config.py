@@ -31,6 +31,10 @@ PATTERN_HELP = {
     "alertPathEmail": "an e-mail address such as ops@example.com",
     "slackWorkspaceId": "the Slack workspace (team) id, upper-case letters and digits such as T0123ABCD",
     "slackChannelId": "the Slack channel id, letters and digits such as C0123ABCD",
+    "teamsTeamId": "the Microsoft Teams team id, a GUID such as 0123abcd-0123-4567-89ab-0123456789ab",
+    "teamsTenantId": "the Microsoft Teams tenant id, a GUID such as 0123abcd-0123-4567-89ab-0123456789ab",
+    "teamsChannelId": "the Teams channel id URL-encoded as in the channel's link, such as "
+                      "19%3a0123abcd%40thread.tacv2 (write ':' as %3a and '@' as %40)",
     "webhookUrl": "an https:// URL",
     "runbookUrl": "an https:// URL without a #fragment (each alarm adds its own section)",
 }

@@ -90,6 +90,28 @@ def test_slack_needs_both_ids() -> None:
         AppConfig.from_context({"ff:slackWorkspaceId": "T0123"})
 
 
+TEAM, TENANT, CHANNEL = "0123abcd-0123-4567-89ab-0123456789ab", "89abcdef-0123-4567-89ab-0123456789ab", \
+    "19%3a0123abcd4567%40thread.tacv2"
+
+
+@pytest.mark.parametrize("given", [{"ff:teamsTeamId": TEAM}, {"ff:teamsTeamId": TEAM, "ff:teamsTenantId": TENANT},
+                                   {"ff:teamsChannelId": CHANNEL}])
+def test_teams_needs_all_three_ids(given: dict[str, str]) -> None:
+    with pytest.raises(ConfigError, match="teamsTeamId, teamsTenantId and teamsChannelId go together"):
+        AppConfig.from_context(given)
+
+
+def test_a_teams_channel_id_written_as_teams_shows_it_is_refused_with_the_form_chatbot_takes() -> None:
+    # Given the channel id as Teams displays it, not as its link encodes it
+    with pytest.raises(ConfigError) as raised:
+        AppConfig.from_context({"ff:teamsTeamId": TEAM, "ff:teamsTenantId": TENANT,
+                                "ff:teamsChannelId": "19:0123abcd4567@thread.tacv2"})
+    # Then the problem says how to write it
+    (problem,) = raised.value.problems
+    assert problem.startswith("ff:teamsChannelId: must be the Teams channel id URL-encoded")
+    assert "write ':' as %3a and '@' as %40" in problem
+
+
 def test_each_problem_is_one_plain_line_with_the_value_given() -> None:
     with pytest.raises(ConfigError) as raised:
         AppConfig.from_context({"ff:removalPolicy": "keep", "ff:maxReceiveCount": 2})

@@ -6,10 +6,19 @@ import re
 from typing import Any
 
 import pytest
+from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+from pydantic import ValidationError
 
+from fire_and_forget.construct import PipelineSettings
 from tests.support.alarm_template import ALARM, alarm, dimensions, metric_stats
 from tests.support.cdk import REPO, cdk_context, load_template, synthesize
 from tests.support.template import of_type, one, ref_or_att
+
+TEAMS = "AWS::Chatbot::MicrosoftTeamsChannelConfiguration"
+
+
+TEAM, TENANT = "0123abcd-0123-4567-89ab-0123456789ab", "89abcdef-0123-4567-89ab-0123456789ab"
+TEAMS_CHANNEL = "19%3a0123abcd4567%40thread.tacv2"
 
 
 @pytest.fixture(scope="module")
@@ -20,14 +29,18 @@ def configured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "ff:webhookUrl": "https://hooks.example.com/alerts",
         "ff:slackWorkspaceId": "T0123ABCD",
         "ff:slackChannelId": "C0456EFGH",
+        "ff:teamsTeamId": TEAM,
+        "ff:teamsTenantId": TENANT,
+        "ff:teamsChannelId": TEAMS_CHANNEL,
         "ff:alarms": {"periodMinutes": 1, "failureRatePercent": 10, "failureRateWindowMinutes": 30,
                       "failureRateMinStarted": 50, "sourceQueueMaxAgeSeconds": 900, "executionsFailedThreshold": 3},
     }
     return load_template(synthesize(tmp_path_factory.mktemp("configured"), context=context))
 
 
-def test_no_slack_channel_unless_configured(template: dict[str, Any]) -> None:
+def test_no_chat_channel_unless_configured(template: dict[str, Any]) -> None:
     assert of_type(template, "AWS::Chatbot::SlackChannelConfiguration") == {}
+    assert of_type(template, TEAMS) == {}
 
 
 def test_slack_channel_relays_the_alerts_topic_read_only(configured: dict[str, Any]) -> None:
@@ -43,6 +56,52 @@ def test_slack_channel_relays_the_alerts_topic_read_only(configured: dict[str, A
     assert "ManagedPolicyArns" not in role and "Policies" not in role
     assert not [p for p in of_type(configured, "AWS::IAM::Policy").values()
                 if {"Ref": role_id} in p["Properties"]["Roles"]]
+
+
+def test_teams_channel_relays_the_alerts_topic_read_only_with_the_slack_channels_role(
+        configured: dict[str, Any]) -> None:
+    (channel,) = of_type(configured, TEAMS).values()
+    props = channel["Properties"]
+    assert (props["TeamId"], props["TeamsTenantId"], props["TeamsChannelId"]) == (TEAM, TENANT, TEAMS_CHANNEL)
+    assert [ref_or_att(t) for t in props["SnsTopicArns"]] == [one(configured, "AWS::SNS::Topic",
+                                                                  "PipelineFailureHandlingAlertsTopic")[0]]
+    (guardrail,) = props["GuardrailPolicies"]
+    assert guardrail["Fn::Join"][1][-1] == ":iam::aws:policy/CloudWatchReadOnlyAccess"
+    assert (props["UserRoleRequired"], props["LoggingLevel"]) == (False, "ERROR")
+    (slack,) = of_type(configured, "AWS::Chatbot::SlackChannelConfiguration").values()
+    assert ref_or_att(props["IamRoleArn"]) == ref_or_att(slack["Properties"]["IamRoleArn"])  # no permissions: above
+
+
+def test_the_teams_channels_literal_properties_are_what_cloudformation_accepts(configured: dict[str, Any]) -> None:
+    # The resource's registry schema, as cfn-lint ships it: the patterns CloudFormation validates the properties by
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", TEAMS).schema
+    (channel,) = of_type(configured, TEAMS).values()
+    props = channel["Properties"]
+    assert set(schema["required"]) <= set(props)
+    literal = {name: value for name, value in props.items() if isinstance(value, (str, bool))}
+    assert set(literal) == {"ConfigurationName", "TeamId", "TeamsTenantId", "TeamsChannelId", "LoggingLevel",
+                            "UserRoleRequired"}
+    for name, value in literal.items():
+        rules = schema["properties"][name]
+        if rules["type"] == "boolean":
+            assert isinstance(value, bool), name
+            continue
+        assert isinstance(value, str), name
+        assert rules.get("minLength", 0) <= len(value) <= rules.get("maxLength", len(value)), name
+        assert re.search(rules["pattern"], value), f"{name}: {value!r} against {rules['pattern']}"
+
+
+@pytest.mark.parametrize("channel_id", [TEAMS_CHANNEL, "19:0123abcd4567@thread.tacv2", "19%3A0123%40thread.skype",
+                                        "%3a%40", "19%3a0123"])
+def test_the_settings_accept_a_teams_channel_id_exactly_when_cloudformation_does(channel_id: str) -> None:
+    pattern = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", TEAMS).schema["properties"]["TeamsChannelId"]
+    accepted_by_cloudformation = re.fullmatch(pattern["pattern"].strip("^$"), channel_id) is not None
+    try:
+        PipelineSettings(teams_team_id=TEAM, teams_tenant_id=TENANT, teams_channel_id=channel_id)
+        accepted = True
+    except ValidationError:
+        accepted = False
+    assert accepted == accepted_by_cloudformation
 
 
 def test_thresholds_and_periods_come_from_config(configured: dict[str, Any]) -> None:

@@ -21,7 +21,9 @@ ROLE_USERS = {  # resource type -> (property holding its role, service that assu
     "AWS::StepFunctions::StateMachine": ("RoleArn", "states.amazonaws.com"),
     "AWS::Pipes::Pipe": ("RoleArn", "pipes.amazonaws.com"),
     "AWS::Chatbot::SlackChannelConfiguration": ("IamRoleArn", "chatbot.amazonaws.com"),
+    "AWS::Chatbot::MicrosoftTeamsChannelConfiguration": ("IamRoleArn", "chatbot.amazonaws.com"),
 }
+CHAT_CHANNELS = ("AWS::Chatbot::SlackChannelConfiguration", "AWS::Chatbot::MicrosoftTeamsChannelConfiguration")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""One synthesized app with every optional principal (e-mail DLQ, Slack channel), one simulator run per session."""
+"""One synthesized app with every optional principal (e-mail DLQ, Slack and Teams channels), one simulator run per
+session."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ FULL_CONTEXT = {
     "ff:webhookUrl": "https://hooks.example.com/alerts",
     "ff:slackWorkspaceId": "T0123ABCD",
     "ff:slackChannelId": "C0456EFGH",
+    "ff:teamsTeamId": "0123abcd-0123-4567-89ab-0123456789ab",
+    "ff:teamsTenantId": "89abcdef-0123-4567-89ab-0123456789ab",
+    "ff:teamsChannelId": "19%3a0123abcd4567%40thread.tacv2",
 }
 _STATS: dict[str, Any] = {}
 

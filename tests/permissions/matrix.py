@@ -15,6 +15,7 @@ from typing import Any
 
 from tests.permissions.asl_calls import definition_text, task_call, tasks
 from tests.permissions.checks import (
+    CHAT_CHANNELS,
     OPERATOR,
     ROLE_USERS,
     SNS_PUBLISH_KEY,
@@ -271,7 +272,8 @@ class MatrixBuilder(HealingEdges):
             )
 
     def chatbot(self) -> None:
-        for channel, res in self.a.of_type("AWS::Chatbot::SlackChannelConfiguration").items():
+        channels = {lid: res for kind in CHAT_CHANNELS for lid, res in self.a.of_type(kind).items()}
+        for channel, res in channels.items():
             role = self.a.lid(res["Properties"]["IamRoleArn"])
             edge = f"chatbot channel {channel} role"
             for topic in self.a.of_type("AWS::SNS::Topic"):

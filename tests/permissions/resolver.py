@@ -57,6 +57,10 @@ def _attributes(resource_type: str, lid: str) -> dict[str, str]:
             "Ref": arn("chatbot", f"chat-configuration/slack-channel/{lid}"),
             "Arn": arn("chatbot", f"chat-configuration/slack-channel/{lid}"),
         },
+        "AWS::Chatbot::MicrosoftTeamsChannelConfiguration": {
+            "Ref": arn("chatbot", f"chat-configuration/teams-channel/{lid}"),
+            "Arn": arn("chatbot", f"chat-configuration/teams-channel/{lid}"),
+        },
     }
     if resource_type not in shapes:
         raise KeyError(f"the resolver has no ARN shape for {resource_type} ({lid}): add one")

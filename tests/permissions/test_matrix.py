@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.permissions.checks import CHAT_CHANNELS
 from tests.permissions.matrix import MatrixBuilder, uncovered
 from tests.permissions.operator import GRANTED_BEYOND_OPS, OPS_CALLS, ops_boto3_calls
 
@@ -55,6 +56,18 @@ def test_matrix_judges_both_ways_for_every_kind_of_principal(matrix: MatrixBuild
                 "key use through another service", "a topic it does not announce on"):
         assert any(c.why == why and not c.allowed for c in matrix.checks), why
     assert "scheduler.amazonaws.com" in principals
+
+
+def test_each_chat_channels_role_is_judged_notifications_only(matrix: MatrixBuilder,
+                                                                full_template: dict[str, Any]) -> None:
+    # Given the full app, with a Slack and a Teams channel
+    channels = {lid for kind in CHAT_CHANNELS for lid, resource in full_template["Resources"].items()
+                if resource["Type"] == kind}
+    assert len(channels) == len(CHAT_CHANNELS)
+    # Then each one's role is denied what a channel member could try, by the simulator's verdicts
+    for channel in channels:
+        denied = {c.action for c in matrix.checks if c.edge == f"chatbot channel {channel} role" and not c.allowed}
+        assert denied == {"sns:Publish", "sqs:ReceiveMessage", "states:StartExecution"}, channel
 
 
 def test_every_role_target_alarm_action_and_dlq_of_the_template_is_in_the_matrix(matrix: MatrixBuilder) -> None:

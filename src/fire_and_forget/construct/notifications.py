@@ -1,4 +1,5 @@
-"""The optional Slack channel for the alerts topic, through AWS Chatbot (Amazon Q Developer in chat applications)."""
+"""The optional chat channels of the alerts topic, through Amazon Q Developer in chat applications (AWS Chatbot):
+a Slack channel, a Microsoft Teams channel, or both."""
 
 from __future__ import annotations
 
@@ -14,31 +15,55 @@ from fire_and_forget.construct.settings import PipelineSettings
 GUARDRAIL_POLICY = "CloudWatchReadOnlyAccess"
 
 
-class SlackNotifications(Construct):
-    """A Slack channel configuration subscribed to the alerts topic, when both Slack ids are configured.
+class ChatNotifications(Construct):
+    """A channel configuration subscribed to the alerts topic for each chat application whose ids are configured.
 
-    `.channel` is None otherwise. E-mail and webhook subscriptions stay on the topic itself (FailureHandling).
+    `.channel` (Slack) and `.teams_channel` are None when theirs are not. E-mail and webhook subscriptions stay on the
+    topic itself (FailureHandling).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: PipelineSettings, topic: sns.ITopic) -> None:
         super().__init__(scope, construct_id)
         self.channel: chatbot.SlackChannelConfiguration | None = None
-        if settings.slack_workspace_id is None or settings.slack_channel_id is None:
+        self.teams_channel: chatbot.CfnMicrosoftTeamsChannelConfiguration | None = None
+        workspace, slack_channel = settings.slack_workspace_id, settings.slack_channel_id
+        team, tenant, teams_channel = settings.teams_team_id, settings.teams_tenant_id, settings.teams_channel_id
+        slack = workspace is not None and slack_channel is not None
+        teams = team is not None and tenant is not None and teams_channel is not None
+        if not (slack or teams):
             return
-        # The channel only relays notifications: its role has no permissions at all, and the guardrail caps what
-        # any channel member could ever run from Slack to read-only CloudWatch.
+        # The channels only relay notifications: their role has no permissions at all, and the guardrail caps what
+        # any channel member could ever run from the chat to read-only CloudWatch.
         role = iam.Role(self, "ChannelRole", assumed_by=iam.ServicePrincipal("chatbot.amazonaws.com"),
-                        description="Slack channel of the fire-and-forget alerts: notifications only")
-        self.channel = chatbot.SlackChannelConfiguration(
-            self,
-            "SlackChannel",
-            # Chatbot requires a name; derived from the stack so two deployments never collide.
-            slack_channel_configuration_name=f"{Stack.of(self).stack_name}-{settings.environment_name}-alerts",
-            slack_workspace_id=settings.slack_workspace_id,
-            slack_channel_id=settings.slack_channel_id,
-            notification_topics=[topic],
-            role=role,
-            guardrail_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(GUARDRAIL_POLICY)],
-            user_role_required=False,
-            logging_level=chatbot.LoggingLevel.ERROR,
-        )
+                        description="Chat channels of the fire-and-forget alerts: notifications only")
+        guardrail = iam.ManagedPolicy.from_aws_managed_policy_name(GUARDRAIL_POLICY)
+        # Chatbot requires a name per configuration; derived from the stack so two deployments never collide.
+        name = f"{Stack.of(self).stack_name}-{settings.environment_name}-alerts"
+        if workspace is not None and slack_channel is not None:
+            self.channel = chatbot.SlackChannelConfiguration(
+                self,
+                "SlackChannel",
+                slack_channel_configuration_name=name,
+                slack_workspace_id=workspace,
+                slack_channel_id=slack_channel,
+                notification_topics=[topic],
+                role=role,
+                guardrail_policies=[guardrail],
+                user_role_required=False,
+                logging_level=chatbot.LoggingLevel.ERROR,
+            )
+        if team is not None and tenant is not None and teams_channel is not None:
+            # No L2 construct for Teams in aws-cdk-lib: the resource itself, with the same role, guardrail and level.
+            self.teams_channel = chatbot.CfnMicrosoftTeamsChannelConfiguration(
+                self,
+                "TeamsChannel",
+                configuration_name=f"{name}-teams",
+                team_id=team,
+                teams_tenant_id=tenant,
+                teams_channel_id=teams_channel,
+                iam_role_arn=role.role_arn,
+                sns_topic_arns=[topic.topic_arn],
+                guardrail_policies=[guardrail.managed_policy_arn],
+                user_role_required=False,
+                logging_level="ERROR",
+            )

@@ -28,7 +28,7 @@ from fire_and_forget.construct.healing import HealedResources, Healing
 from fire_and_forget.construct.messaging_key import MessagingKey
 from fire_and_forget.construct.monitoring import Monitoring
 from fire_and_forget.construct.monitoring_metrics import MonitoredResources, WorkflowMetrics
-from fire_and_forget.construct.notifications import SlackNotifications
+from fire_and_forget.construct.notifications import ChatNotifications
 from fire_and_forget.construct.operator_policy import OperatedResources, OperatorPolicy
 from fire_and_forget.construct.pipe import Pipe
 from fire_and_forget.construct.request_response import (
@@ -195,7 +195,7 @@ class FireAndForgetPipeline(Construct):
         stale_after = workflow_timeout_seconds(settings, REQUEST_RESPONSE) + max(
             (lambda_timeout_seconds(f) for f in functions), default=0)
         props.workflow.functions[props.workflow.claims_delivery].add_environment(STALE_AFTER_VARIABLE, str(stale_after))
-        SlackNotifications(self, "Notifications", settings=settings, topic=self.alerts_topic)
+        ChatNotifications(self, "Notifications", settings=settings, topic=self.alerts_topic)
         alarms = RequestResponseAlarms(
             self, "Monitoring", settings=settings.alarms, state_machine=self.state_machine, source_dlq=self.source_dlq,
             alerts_topic=self.alerts_topic, title=props.workflow.title, max_receive_count=settings.max_receive_count,
@@ -270,7 +270,7 @@ class FireAndForgetPipeline(Construct):
                 source_max_message_bytes=source.max_message_size_bytes,
             ),
         )
-        SlackNotifications(self, "Notifications", settings=settings, topic=self.alerts_topic)
+        ChatNotifications(self, "Notifications", settings=settings, topic=self.alerts_topic)
         alert_path = AlertPath(self, "AlertPath", settings=settings)
         monitoring = Monitoring(
             self,

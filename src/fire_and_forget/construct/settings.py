@@ -91,6 +91,9 @@ class HealingConfig(_Model):
                    for attempt in range(self.max_attempts))
 
 
+_GUID = r"^[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}$"
+
+
 class PipelineSettings(_Model):
     """What a deployment of a pipeline may choose; the defaults deploy as they are."""
 
@@ -101,6 +104,13 @@ class PipelineSettings(_Model):
     # Amazon Q Developer in chat applications (AWS Chatbot): the Slack team id (T...) and channel id (C...).
     slack_workspace_id: str | None = Field(default=None, pattern=r"^[0-9A-Z]{1,255}$")
     slack_channel_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]{1,255}$")
+    # The same service's Microsoft Teams channel: the team's and the tenant's ids (GUIDs) and the channel's id as its
+    # link writes it, URL-encoded (19%3a...%40thread.tacv2): the patterns of AWS::Chatbot::MicrosoftTeamsChannel-
+    # Configuration's registry schema.
+    teams_team_id: str | None = Field(default=None, pattern=_GUID)
+    teams_tenant_id: str | None = Field(default=None, pattern=_GUID)
+    teams_channel_id: str | None = Field(default=None, max_length=256,
+                                         pattern=r"^[a-zA-Z0-9-_=+/.,]*%3[aA][a-zA-Z0-9-_=+/.,]*%40[a-zA-Z0-9-_=+/.,]*$")
     webhook_url: str | None = Field(default=None, pattern=r"^https://\S+$")
     runbook_url: str = Field(default=DEFAULT_RUNBOOK_URL, pattern=r"^https://[^\s#]+$")
     log_retention_days: int = 30
@@ -137,9 +147,12 @@ class PipelineSettings(_Model):
         return value
 
     @model_validator(mode="after")
-    def _slack_pair(self) -> PipelineSettings:
+    def _chat_ids_together(self) -> PipelineSettings:
         if (self.slack_workspace_id is None) != (self.slack_channel_id is None):
             raise ValueError("slackWorkspaceId and slackChannelId go together: set both or neither")
+        teams = (self.teams_team_id, self.teams_tenant_id, self.teams_channel_id)
+        if any(value is None for value in teams) and any(value is not None for value in teams):
+            raise ValueError("teamsTeamId, teamsTenantId and teamsChannelId go together: set all three or none")
         return self
 
     @property
