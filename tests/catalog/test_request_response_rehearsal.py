@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from fire_and_forget.construct.longest_run import attempts, longest_run, retry_waits_seconds
 from fire_and_forget.rehearsal import sqs_rules
 from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
@@ -253,3 +254,48 @@ def test_a_timed_out_execution_leaves_its_message_to_the_next_receive_which_take
         assert places(aws, {message_id: "sku-1"}) == {message_id: ["indexed"]}
         (claim,) = [row for row in aws.items(Output.DELIVERIES_TABLE_NAME) if row["messageId"] == message_id]
         assert claim["executionArn"] != held and "deliveredAt" in claim
+
+
+def test_the_longest_run_the_construct_refuses_by_is_what_the_interpreter_does_with_retries_and_timeouts(
+        aws: Rehearsal) -> None:
+    """longest_run.py's count for one Task (every attempt to its TimeoutSeconds, every Retry wait at its longest),
+    measured: the workflow's own state, held on every attempt, each attempt timed out on the clock."""
+    resources = request_response_app.template()["Resources"].values()
+    (machine,) = [r["Properties"] for r in resources if r["Type"] == "AWS::StepFunctions::StateMachine"]
+    (function,) = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"]
+    definition = json.loads(machine["DefinitionString"])
+    index = definition["States"][TASK]
+    # A held invocation ends at its function's timeout, before the Task's own (which the bound counts, the larger)
+    attempt_seconds = function["Timeout"]
+    assert attempt_seconds < index["TimeoutSeconds"]
+    # Given every attempt the definition allows held until the Task's timeout
+    allowed = 1 + sum(retrier["MaxAttempts"] for retrier in index["Retry"])
+    aws.faults.add(Fault(TASK, FaultKind.HANG, times=allowed))
+    aws.send(product("sku-1"))
+    (arn,) = aws.wait_for_hang()
+    # When the clock moves past them all
+    aws.advance(definition["TimeoutSeconds"] - 1)
+    try:
+        # Then the execution failed after that many attempts, each as long as the function's timeout
+        described = aws.sfn.describe_execution(executionArn=arn)
+        assert described["status"] == "FAILED"
+        events = aws.sfn.get_execution_history(executionArn=arn)["events"]
+        scheduled = [e for e in events if e["type"] == "TaskScheduled"
+                     and TASK in e["taskScheduledEventDetails"]["parameters"]]
+        assert len(scheduled) == allowed
+        elapsed = (described["stopDate"] - described["startDate"]).total_seconds()
+        assert elapsed == allowed * attempt_seconds
+        # And the interpreter drew each back-off wait under the ceiling the bound counts
+        ceilings = [wait.ceiling for wait in aws.clock.for_execution(arn) if wait.state == TASK]
+        assert len(ceilings) == allowed - 1
+        assert attempts(index["Retry"]) == allowed
+        assert retry_waits_seconds(index["Retry"]) == sum(ceiling or 0.0 for ceiling in ceilings)
+        # So the whole workflow's bound holds this run with its waits at their longest, the bound taking each
+        # attempt at the Task's TimeoutSeconds and leaving room for the tail
+        bound = longest_run(definition, {}).seconds
+        longest_waits = sum(ceiling or 0.0 for ceiling in ceilings)
+        assert bound is not None
+        assert elapsed + longest_waits <= allowed * index["TimeoutSeconds"] + longest_waits <= bound
+        assert bound <= definition["TimeoutSeconds"]
+    finally:
+        aws.release_held()

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 
+from fire_and_forget.construct.longest_run import longest_run
 from fire_and_forget.construct.settings import PipelineSettings
 
 InvocationType = Literal["FIRE_AND_FORGET", "REQUEST_RESPONSE"]
@@ -121,6 +122,30 @@ def check_timeouts(definition: Mapping[str, Any], functions: Mapping[str, lambda
         raise TimeoutMismatch(f"{source}: {', '.join(problems)} longer than the workflow's TimeoutSeconds "
                               f"{workflow_timeout}: the execution would time out, uncaught, while it still runs. "
                               "Shorten the task or raise the workflow's timeout.")
+
+
+def check_longest_run(definition: Mapping[str, Any], functions: Mapping[str, lambda_.Function | None],
+                      source: str = "the workflow") -> None:
+    """Refuse an Express workflow whose longest run (longest_run.py: every attempt of every task to its limit, every
+    Retry wait at its longest) can outlast its TimeoutSeconds: the execution would be stopped, caught by nothing,
+    with its steps' work left as it was."""
+    workflow_timeout = definition.get("TimeoutSeconds")
+    if not isinstance(workflow_timeout, int):
+        return  # check_express_definition refuses it
+    timeouts = {state: lambda_timeout_seconds(function) for state, function in functions.items()
+                if function is not None}
+    run = longest_run(definition, timeouts)
+    if run.seconds is not None and run.seconds <= workflow_timeout:
+        return
+    how_long = f"runs without bound ({run.unbounded_by})" if run.seconds is None else \
+        f"can run {run.seconds:.0f} s ({' -> '.join(run.path)}: every attempt of each task to its timeout, every " \
+        "Retry wait at its longest)"
+    raise TimeoutMismatch(
+        f"{source}: in REQUEST_RESPONSE its Express workflow {how_long}, longer than its TimeoutSeconds "
+        f"{workflow_timeout} (expressTimeoutSeconds): an execution stopped at its timeout is caught by nothing (no "
+        "Catch, no status-change event), and what its steps did stays undone. Shorten the tasks' timeouts "
+        "(taskTimeoutSeconds) or their retries (retry), or raise expressTimeoutSeconds up to "
+        f"{EXPRESS_MAX_SECONDS}; a workflow that needs longer runs in FIRE_AND_FORGET.")
 
 
 def lambda_timeout_seconds(function: lambda_.Function) -> int:

@@ -35,6 +35,7 @@ from fire_and_forget.construct.request_response import (
     REQUEST_RESPONSE,
     InvocationType,
     check_express_definition,
+    check_longest_run,
     check_timeouts,
     with_returned_tail,
     workflow_timeout_seconds,
@@ -124,6 +125,8 @@ class Workflow:
         if problems:
             raise WiringError(f"{self.definition_file}: " + "; ".join(problems))
         check_timeouts(definition, self.functions, source=str(self.definition_file))
+        if invocation_type == REQUEST_RESPONSE:
+            check_longest_run(definition, self.functions, source=str(self.definition_file))
         return definition
 
     def ordered_undo(self, definition: dict[str, Any]) -> tuple[tuple[str, str], ...]:
