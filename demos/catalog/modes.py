@@ -164,6 +164,19 @@ def request_response_assembly() -> Path:
     return Path(app.synth().directory)
 
 
+def order_saga_fit(mode: str) -> dict[str, Any]:
+    """The order saga's longest run in `mode` against that mode's workflow timeout, from its definition as the mode
+    renders it (fire_and_forget.construct.longest_run): in REQUEST_RESPONSE the construct refuses it when it does
+    not fit, and the comparison says so instead of running it."""
+    from fire_and_forget.construct import PipelineSettings, longest_run, render_definition  # noqa: PLC0415
+    from stacks.orders.stack import ASL_FILE, CLAIMS_DELIVERY, COMPENSATIONS  # noqa: PLC0415
+
+    definition = render_definition(
+        ASL_FILE, PipelineSettings(), compensations=COMPENSATIONS, claims_delivery=CLAIMS_DELIVERY,
+        invocation_type="REQUEST_RESPONSE" if mode == "REQUEST_RESPONSE" else "FIRE_AND_FORGET")
+    return {"longest_run_seconds": longest_run(definition, {}).seconds, "timeout_seconds": definition["TimeoutSeconds"]}
+
+
 def compare(assembly: Path, products: int, seed: int, request_response: Path | None = None) -> list[dict[str, Any]]:
     """Both modes, one after the other, on the same messages and faults; `request_response` is the variant's
     assembly when it is already synthesized."""
@@ -174,7 +187,8 @@ def compare(assembly: Path, products: int, seed: int, request_response: Path | N
     for directory, stack in ((assembly, CATALOG_STACK),
                              (request_response or request_response_assembly(), STACK_NAME)):
         with Rehearsal.start(directory, stack_name=stack) as aws:
-            results.append(run_mode(aws, sent, outlasted))
+            result = run_mode(aws, sent, outlasted)
+        results.append(result | {"order_saga": order_saga_fit(result["mode"])})
     return results
 
 
@@ -188,6 +202,7 @@ ROWS = (
     ("messages healed by a later attempt, the last done after", "healed_after_seconds", "healed"),
     ("messages that ended in a DLQ, the last attempt of one after", "given_up_after_seconds", "healed"),
     ("longest processing the mode holds", "longest_processing_seconds", "seconds"),
+    ("the order saga (3 steps, 3 compensations, their retries) in this mode", "order_saga", "fit"),
     ("source queue visibility timeout", "visibility_timeout_seconds", "seconds"),
     ("failures announced one by one on the alerts topic", "alerts", str),
     ("billed state transitions", "transitions", str),
@@ -218,6 +233,11 @@ def cell(value: Any, kind: Any) -> str:
         return f"{value['count']}, after {value['max']:,.0f} s" if value["count"] else "none"
     if kind == "seconds":
         return f"{value:,} s"
+    if kind == "fit":
+        seconds, timeout = value["longest_run_seconds"], value["timeout_seconds"]
+        verdict = "runs" if seconds is not None and seconds <= timeout else "refused at synth"
+        longest = "without bound" if seconds is None else f"{seconds:,.0f} s"
+        return f"{verdict}: longest run {longest}, timeout {timeout:,} s"
     if kind == "usd":
         return f"${value:,.2f}"
     return str(kind(value))

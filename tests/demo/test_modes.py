@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 
 from demos.catalog import modes
+from fire_and_forget.construct import PipelineSettings
+from fire_and_forget.construct.request_response import TimeoutMismatch
 from tests.infra import request_response_app
+from tests.support import order_saga
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
 
@@ -73,3 +76,15 @@ def test_the_early_ack_and_the_visibility_timeout_dilemma_measured(results: dict
     assert (ff["longest_processing_seconds"], rr["longest_processing_seconds"]) == (3600, 300)
     assert rr["transitions"] == 0 and ff["transitions"] > 0
     assert 0 < rr["cost_per_million_messages_usd"] < ff["cost_per_million_messages_usd"]
+
+
+def test_the_order_saga_runs_in_one_mode_and_the_construct_refuses_it_in_the_other(
+        results: dict[str, dict[str, Any]]) -> None:
+    ff, rr = results["FIRE_AND_FORGET"]["order_saga"], results["REQUEST_RESPONSE"]["order_saga"]
+    # The row says what the construct does: the saga builds in FIRE_AND_FORGET, is refused in REQUEST_RESPONSE
+    assert ff["longest_run_seconds"] <= ff["timeout_seconds"] == 3600
+    assert rr["longest_run_seconds"] > rr["timeout_seconds"] == 300
+    with pytest.raises(TimeoutMismatch, match=f"can run {rr['longest_run_seconds']:.0f} s"):
+        order_saga.workflow().definition(PipelineSettings(), "REQUEST_RESPONSE")
+    assert order_saga.workflow().definition(PipelineSettings())["TimeoutSeconds"] == ff["timeout_seconds"]
+    assert modes.cell(rr, "fit").startswith("refused at synth: longest run 1,487 s")

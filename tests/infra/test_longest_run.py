@@ -17,9 +17,8 @@ from fire_and_forget.construct import PipelineSettings, RetryConfig, Workflow
 from fire_and_forget.construct.longest_run import LongestRun, longest_run
 from fire_and_forget.construct.request_response import TimeoutMismatch, check_longest_run
 from stacks.catalog.stack import ASL_FILE as CATALOG_ASL
-from stacks.orders.stack import ASL_FILE, CLAIMS_DELIVERY, COMPENSATIONS, UNDO
-from stacks.orders.tasks import TASKS
 from tests.pipeline import minimal
+from tests.support import order_saga
 
 RR = "REQUEST_RESPONSE"
 
@@ -100,15 +99,9 @@ def test_a_parallel_state_runs_as_long_as_its_longest_branch_each_attempt() -> N
     assert longest_run(flow({"A": state}), {}).seconds == 2 * 30 + 1
 
 
-def _saga(scope: cdk.Stack) -> Workflow:
-    functions = {spec.construct_id: minimal.function(scope, spec.construct_id) for spec in TASKS}
-    return Workflow(title="Order saga", definition_file=ASL_FILE, functions=functions,
-                    claims_delivery=CLAIMS_DELIVERY, compensations=COMPENSATIONS, undo=UNDO)
-
-
 def test_the_order_saga_cannot_be_an_express_workflow_with_its_retries() -> None:
     # Given the order example's saga, with the defaults: three steps and three compensations, each retried
-    saga = _saga(minimal.stack())
+    saga = order_saga.workflow()
     # When it is asked for in REQUEST_RESPONSE mode, it is refused, with its longest run and how to shorten it
     with pytest.raises(TimeoutMismatch) as refused:
         saga.definition(PipelineSettings(), RR)
@@ -121,7 +114,7 @@ def test_the_order_saga_cannot_be_an_express_workflow_with_its_retries() -> None
 
 
 def test_the_saga_fits_five_minutes_only_without_its_steps_retries() -> None:
-    saga = _saga(minimal.stack())
+    saga = order_saga.workflow()
     short = PipelineSettings(task_timeout_seconds=10, retry=RetryConfig(max_attempts=1))
     with pytest.raises(TimeoutMismatch, match="can run 593 s"):
         saga.definition(short, RR)

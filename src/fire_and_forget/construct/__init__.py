@@ -9,6 +9,7 @@ The names below are the public API; the submodules are not.
 from fire_and_forget.construct.code import RUNTIME, handler_code
 from fire_and_forget.construct.compliance import add_compliance_checks
 from fire_and_forget.construct.dependencies_layer import DependenciesLayer
+from fire_and_forget.construct.longest_run import LongestRun, longest_run
 from fire_and_forget.construct.messaging_key import MessagingKey
 from fire_and_forget.construct.monitoring_metrics import WorkflowMetrics
 from fire_and_forget.construct.pipeline import OUTPUT_KEYS, FireAndForgetPipeline, PipelineProps
@@ -31,7 +32,7 @@ from fire_and_forget.construct.workflow import (
 
 __all__ = [
     "DEFAULT_RUNBOOK_URL", "DUPLICATE_DELIVERY_END", "FAILURE_ENTRY", "LOG_RETENTION_DAYS", "MAX_RETENTION_DAYS",
-    "OUTPUT_KEYS", "RUNTIME", "AlarmConfig", "DependenciesLayer", "FireAndForgetPipeline", "MessagingKey",
-    "PipelineProps", "PipelineSettings", "RetryConfig", "WiringError", "Workflow", "WorkflowMetrics",
-    "add_compliance_checks", "encrypted_table", "handler_code", "render_definition", "task_function",
+    "OUTPUT_KEYS", "RUNTIME", "AlarmConfig", "DependenciesLayer", "FireAndForgetPipeline", "LongestRun",
+    "MessagingKey", "PipelineProps", "PipelineSettings", "RetryConfig", "WiringError", "Workflow", "WorkflowMetrics",
+    "add_compliance_checks", "encrypted_table", "handler_code", "longest_run", "render_definition", "task_function",
 ]
