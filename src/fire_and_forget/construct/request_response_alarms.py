@@ -34,9 +34,11 @@ class RequestResponseAlarms(Construct):
              f"{title} Express executions failed: each failed receive returns its message to the source queue, and the "
              "execution's log says why."),
             ("ExecutionsTimedOut", state_machine.metric("ExecutionsTimedOut", statistic=cw.Stats.SUM, period=period), 1,
-             f"A {title} Express execution timed out: Catch cannot see it and no compensation ran. Its message comes "
-             "back after the visibility timeout, and that receive takes the claim over (older than any execution "
-             "can run) and runs it again; what the timed-out steps did must be safe to repeat."),
+             f"A {title} Express execution timed out: Catch cannot see it and no compensation ran. The construct "
+             "refuses a workflow whose longest run can outlast its timeout, so something ran past the bounds its "
+             "definition sets. Its message comes back after the visibility timeout, and that receive takes the claim "
+             "over (older than any execution can run) and runs it again; what the timed-out steps did must be safe "
+             "to repeat."),
             ("ExecutionThrottled", state_machine.metric("ExecutionThrottled", statistic=cw.Stats.SUM, period=period), 1,
              f"Step Functions throttled {title} (StartSyncExecution): the pipe retries; the message waits in the "
              "queue."),
