@@ -141,3 +141,11 @@ def test_a_function_timeout_that_makes_the_run_too_long_is_refused_with_the_func
     definition["States"][minimal.TASK]["Retry"] = [{"ErrorEquals": ["X"], "MaxAttempts": 1}]
     with pytest.raises(TimeoutMismatch, match=r"can run 101 s \(Work"):
         check_longest_run(definition, {minimal.TASK: slow})
+
+
+def test_a_run_exactly_as_long_as_the_timeout_fits_and_a_second_more_does_not() -> None:
+    definition = flow({"A": task(timeout=60, End=True)}) | {"TimeoutSeconds": 60}
+    check_longest_run(definition, {})
+    definition["States"]["A"]["TimeoutSeconds"] = 61
+    with pytest.raises(TimeoutMismatch, match=r"can run 61 s \(A:"):
+        check_longest_run(definition, {})
