@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,8 @@ from pydantic import ValidationError
 
 from fire_and_forget.construct import PipelineSettings
 from tests.support.alarm_template import ALARM, alarm, dimensions, metric_stats
-from tests.support.cdk import REPO, cdk_context, load_template, synthesize
+from tests.support.cdk import REPO, STACK_NAME, cdk_context, load_template, synthesize
+from tests.support.cfn_lint import cfn_lint
 from tests.support.template import of_type, one, ref_or_att
 
 TEAMS = "AWS::Chatbot::MicrosoftTeamsChannelConfiguration"
@@ -22,7 +24,7 @@ TEAMS_CHANNEL = "19%3a0123abcd4567%40thread.tacv2"
 
 
 @pytest.fixture(scope="module")
-def configured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def configured_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A second app with every channel configured and other alarm numbers (synth runs cdk-nag on it too)."""
     context = cdk_context() | {
         "ff:alarmEmail": "ops@example.com",
@@ -35,7 +37,16 @@ def configured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "ff:alarms": {"periodMinutes": 1, "failureRatePercent": 10, "failureRateWindowMinutes": 30,
                       "failureRateMinStarted": 50, "sourceQueueMaxAgeSeconds": 900, "executionsFailedThreshold": 3},
     }
-    return load_template(synthesize(tmp_path_factory.mktemp("configured"), context=context))
+    return synthesize(tmp_path_factory.mktemp("configured"), context=context)
+
+
+@pytest.fixture(scope="module")
+def configured(configured_assembly: Path) -> dict[str, Any]:
+    return load_template(configured_assembly)
+
+
+def test_cfn_lint_reports_nothing_on_the_app_with_every_channel(configured_assembly: Path) -> None:
+    assert cfn_lint([configured_assembly / f"{STACK_NAME}.template.json"]) == ""
 
 
 def test_no_chat_channel_unless_configured(template: dict[str, Any]) -> None:
