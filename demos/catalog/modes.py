@@ -43,7 +43,7 @@ from fire_and_forget.rehearsal import (
 )
 from fire_and_forget.runtime.healing_policy import first_message_id
 from fire_and_forget.runtime.outputs import Output
-from fire_and_forget.runtime.tail import DUPLICATE_ENDS, RETURNED_DUPLICATE_ENDS
+from fire_and_forget.runtime.tail import DUPLICATE_ENDS, DUPLICATE_OF_COMPLETED_DELIVERY, DUPLICATE_RETURNED_TO_QUEUE
 
 CATALOG_STACK = "FireAndForget-Catalog"
 OUTLASTING_SHARE = 0.1  # valid products whose first execution times out on every attempt
@@ -87,7 +87,10 @@ def run_mode(aws: Rehearsal, sent: list[Message], outlasted: set[str]) -> dict[s
 def measure(aws: Rehearsal, message_ids: list[str], sent_at: datetime, dynamodb: Any) -> dict[str, Any]:
     executions = aws.executions()
     described = {e.arn: aws.sfn.describe_execution(executionArn=e.arn) for e in executions}
-    duplicate_ends = DUPLICATE_ENDS | RETURNED_DUPLICATE_ENDS
+    # A duplicate ends absorbed (it succeeds and is deleted), or, in REQUEST_RESPONSE while its first execution has
+    # not completed the delivery, fails and returns to the queue: which of the two the threads' timing decides.
+    absorbed_ends = DUPLICATE_ENDS | {DUPLICATE_OF_COMPLETED_DELIVERY}
+    duplicate_ends = absorbed_ends | {DUPLICATE_RETURNED_TO_QUEUE}
     by_caller: dict[str, list[Any]] = {}
     for execution in executions:
         by_caller.setdefault(caller_of(execution) or "", []).append(execution)
@@ -135,7 +138,8 @@ def measure(aws: Rehearsal, message_ids: list[str], sent_at: datetime, dynamodb:
         "executions": len(executions),
         "executions_per_message": {"mean": round(len(executions) / len(message_ids), 2),
                                    "max": max(per_message.values(), default=0)},
-        "duplicates_absorbed": sum(1 for e in executions if e.states and e.states[-1] in duplicate_ends),
+        "duplicates_absorbed": sum(1 for e in executions if e.states and e.states[-1] in absorbed_ends),
+        "duplicates_returned": sum(1 for e in executions if e.states and e.states[-1] == DUPLICATE_RETURNED_TO_QUEUE),
         "deleted_after_send_seconds": {"median": _median(deleted), "max": max(deleted, default=0.0)},
         "wait_before_next_attempt_seconds": {"median": _median(waits), "max": max(waits, default=0.0)},
         "healed_after_seconds": {"count": len(healed_after), "max": max(healed_after, default=0.0)},
@@ -198,6 +202,7 @@ ROWS = (
     ("where each message ended", "places", "places"),
     ("executions per message (mean / max)", "executions_per_message", "runs"),
     ("duplicate deliveries absorbed", "duplicates_absorbed", str),
+    ("duplicate receives failed while the first execution ran (returned to the queue)", "duplicates_returned", str),
     ("a failed message waited before its next attempt (median / max)", "wait_before_next_attempt_seconds", "span"),
     ("messages healed by a later attempt, the last done after", "healed_after_seconds", "healed"),
     ("messages that ended in a DLQ, the last attempt of one after", "given_up_after_seconds", "healed"),

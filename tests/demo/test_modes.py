@@ -59,11 +59,18 @@ def test_the_executions_each_mode_runs_follow_from_its_rules(results: dict[str, 
                                                              plan: tuple[int, int, int]) -> None:
     valid, invalid, outlasted = plan
     ff, rr = results["FIRE_AND_FORGET"], results["REQUEST_RESPONSE"]
-    assert ff["duplicates_absorbed"] == rr["duplicates_absorbed"] > 0
-    # FIRE_AND_FORGET: one execution a message, one automatic redrive per outlasted product.
-    assert ff["executions"] == valid + invalid + outlasted + ff["duplicates_absorbed"]
-    # REQUEST_RESPONSE: an invalid document is tried maxReceiveCount times, an outlasted product twice.
-    assert rr["executions"] == valid + MAX_RECEIVE_COUNT * invalid + outlasted + rr["duplicates_absorbed"]
+    # FIRE_AND_FORGET: one execution a message, one automatic redrive per outlasted product; each duplicate SQS
+    # delivers is absorbed by the claim, whether its first execution still runs or not.
+    duplicates = ff["duplicates_absorbed"]
+    assert duplicates > 0 and ff["duplicates_returned"] == 0
+    assert ff["executions"] == valid + invalid + outlasted + duplicates
+    # REQUEST_RESPONSE: a duplicate received while its first execution has not completed the delivery fails and
+    # returns to the queue (whether it did, the threads' timing decides), and comes back as a duplicate of the
+    # completed delivery if its owner's delete did not remove it; every other duplicate is absorbed at once.
+    returned = rr["duplicates_returned"]
+    assert returned <= duplicates <= rr["duplicates_absorbed"] + returned
+    # An invalid document is tried maxReceiveCount times, an outlasted product twice.
+    assert rr["executions"] == valid + MAX_RECEIVE_COUNT * invalid + outlasted + rr["duplicates_absorbed"] + returned
 
 
 def test_the_early_ack_and_the_visibility_timeout_dilemma_measured(results: dict[str, dict[str, Any]]) -> None:

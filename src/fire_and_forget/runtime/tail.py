@@ -34,7 +34,9 @@ DUPLICATE_ENDS = frozenset({TailState.DUPLICATE_DELIVERY_IGNORED, TailState.DUPL
 # The REQUEST_RESPONSE tail's ends of an execution that found the message's claim held
 # (fire_and_forget/construct/asl/returned_tail.asl.json): a duplicate of a completed delivery, or one returned to the
 # queue while its owner has not completed it.
-RETURNED_DUPLICATE_ENDS = frozenset({"DuplicateOfCompletedDelivery", "DuplicateReturnedToQueue"})
+DUPLICATE_OF_COMPLETED_DELIVERY = "DuplicateOfCompletedDelivery"  # succeeds: the pipe deletes this receive
+DUPLICATE_RETURNED_TO_QUEUE = "DuplicateReturnedToQueue"  # fails: the message stays for its owner's result
+RETURNED_DUPLICATE_ENDS = frozenset({DUPLICATE_OF_COMPLETED_DELIVERY, DUPLICATE_RETURNED_TO_QUEUE})
 
 # The error both Fail states end in once HandleFailure recorded the message in the failure DLQ. The failure rule
 # ignores executions that fail with it: their failure is recorded, and announced by whoever records its final state.
