@@ -28,9 +28,8 @@ class ChatNotifications(Construct):
         self.teams_channel: chatbot.CfnMicrosoftTeamsChannelConfiguration | None = None
         workspace, slack_channel = settings.slack_workspace_id, settings.slack_channel_id
         team, tenant, teams_channel = settings.teams_team_id, settings.teams_tenant_id, settings.teams_channel_id
-        slack = workspace is not None and slack_channel is not None
-        teams = team is not None and tenant is not None and teams_channel is not None
-        if not (slack or teams):
+        # The settings take each application's ids all together or not at all.
+        if workspace is None and team is None:
             return
         # The channels only relay notifications: their role has no permissions at all, and the guardrail caps what
         # any channel member could ever run from the chat to read-only CloudWatch.
