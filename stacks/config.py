@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from fire_and_forget.construct import (  # re-exported: the app's config keys are the pipeline's and its own
@@ -37,6 +37,7 @@ PATTERN_HELP = {
                       "19%3a0123abcd%40thread.tacv2 (write ':' as %3a and '@' as %40)",
     "webhookUrl": "an https:// URL",
     "runbookUrl": "an https:// URL without a #fragment (each alarm adds its own section)",
+    "carrierAnswererArn": "the ARN of an IAM role, user or account root (arn:aws:iam::123456789012:role/carrier)",
 }
 
 
@@ -56,6 +57,14 @@ class AppConfig(PipelineSettings):
     stack_name: str = Field(default=DEFAULT_STACK_NAME, pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
     default_credit_limit: Decimal = Field(default=Decimal("5000"), gt=0)
     served_countries: tuple[str, ...] = ("JP", "US", "CA", "GB", "DE", "FR", "AU", "NZ", "SG")
+    # The carrier confirms each booking itself, hours later (the saga's BookCarrier step, a .waitForTaskToken task;
+    # docs/construct.md, "A step done by someone else"). Off: the saga goes without the step.
+    carrier_confirmation: bool = False
+    # Who may answer for the carrier through the entry point's function URL (signed requests), besides the
+    # account's own principals given lambda:InvokeFunctionUrl by an identity policy.
+    carrier_answerer_arn: str | None = Field(
+        default=None, max_length=2048,
+        pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:(root|role/[A-Za-z0-9+=,.@_/-]+|user/[A-Za-z0-9+=,.@_/-]+)$")
 
     @field_validator("served_countries", mode="before")
     @classmethod
@@ -70,6 +79,13 @@ class AppConfig(PipelineSettings):
         if bad or not value:
             raise ValueError("needs ISO 3166-1 alpha-2 codes such as JP or US")
         return value
+
+    @model_validator(mode="after")
+    def _answerer_needs_the_step(self) -> AppConfig:
+        if self.carrier_answerer_arn is not None and not self.carrier_confirmation:
+            raise ValueError("carrierAnswererArn is set but carrierConfirmation is false: set ff:carrierConfirmation "
+                             "to true, or drop the answerer")
+        return self
 
     @property
     def catalog_stack_name(self) -> str:

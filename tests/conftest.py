@@ -11,7 +11,7 @@ import pytest
 from moto.core import responses
 
 from fire_and_forget.rehearsal import client_cache, moto_dispatch
-from tests.support.cdk import CATALOG_STACK_NAME, load_template, synthesize, synthesize_once
+from tests.support.cdk import CATALOG_STACK_NAME, load_template, synthesize, synthesize_full, synthesize_once
 
 # Set before any boto3 client exists, so nothing can reach a real account.
 os.environ.update(
@@ -53,6 +53,15 @@ def cloud_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return synthesize_once(tmp_path_factory.getbasetemp().parent / "cdk.out")
     return synthesize(tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def full_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The app with every optional part (tests/support/cdk.py, FULL_CONTEXT), synthesized once per test run like
+    `cloud_assembly`: the permission matrix, cfn-lint and the carrier's rehearsals read it."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return synthesize_once(tmp_path_factory.getbasetemp().parent / "full.out", synthesize_full)
+    return synthesize_full(tmp_path_factory.mktemp("full.out"))
 
 
 @pytest.fixture(scope="session")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from fire_and_forget.construct import (
+    CallbackEntryPoint,
     FireAndForgetPipeline,
     MessagingKey,
     PipelineSettings,
@@ -28,21 +31,38 @@ UNDO = {"ReserveInventory": "ReleaseInventory", "ChargePayment": "RefundPayment"
 # `make smoke` stocks one item of its own (SMOKE-<run id>) in the inventory table and deletes it afterwards.
 SMOKE_STOCK = ["dynamodb:PutItem", "dynamodb:DeleteItem"]
 CLAIMS_DELIVERY = "ReserveInventory"
+# The step that waits for the carrier's own answer (ff:carrierConfirmation), and what a carrier's failure may say.
+BOOK_CARRIER = "BookCarrier"
+CARRIER_ERRORS = ("CarrierDeclined",)
+
+
+def left_out(config: AppConfig | PipelineSettings) -> tuple[str, ...]:
+    """The optional states of the saga file this deployment goes without."""
+    return () if isinstance(config, AppConfig) and config.carrier_confirmation else (BOOK_CARRIER,)
+
+
+def carrier_timeout_seconds() -> int:
+    """How long the saga waits for the carrier: BookCarrier's TimeoutSeconds in the saga file."""
+    seconds: int = json.loads(ASL_FILE.read_text(encoding="utf-8"))["States"][BOOK_CARRIER]["TimeoutSeconds"]
+    return seconds
 
 
 def render_definition(config: PipelineSettings) -> dict[str, Any]:
     """The order saga's definition as deployed with `config` (the failure tail included, placeholders unfilled)."""
-    return render_workflow(ASL_FILE, config, compensations=COMPENSATIONS, claims_delivery=CLAIMS_DELIVERY)
+    return render_workflow(ASL_FILE, config, compensations=COMPENSATIONS, claims_delivery=CLAIMS_DELIVERY,
+                           leave_out=left_out(config))
 
 
 class OrderStack(Stack):
-    """SQS -> Pipe (FIRE_AND_FORGET) -> order saga -> the pipeline's failure tail; the tables and the six tasks."""
+    """SQS -> Pipe (FIRE_AND_FORGET) -> order saga -> the pipeline's failure tail; the tables and the tasks; with
+    ff:carrierConfirmation, the carrier's inbox and the entry point its answers come through."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         # One key for the tables and the pipeline's queues and topic: the orders hold addresses and payment tokens.
         key = MessagingKey(self, "MessagingKey", settings=config).key
-        tasks = SagaTasks(self, "SagaTasks", config=config, key=key)
+        tasks = SagaTasks(self, "SagaTasks", config=config, key=key, carrier_timeout_seconds=carrier_timeout_seconds())
+        carrier = self._carrier_answers(config, tasks, key) if config.carrier_confirmation else None
         self.pipeline = FireAndForgetPipeline(
             self,
             "Pipeline",
@@ -55,6 +75,7 @@ class OrderStack(Stack):
                 claims_delivery=CLAIMS_DELIVERY,
                 compensations=COMPENSATIONS,
                 undo=UNDO,
+                leave_out=left_out(config),
             ),
             metrics=ORDER_METRICS,
             settings=config,
@@ -63,6 +84,19 @@ class OrderStack(Stack):
             outputs={f"{name}TableName": table.table_name for name, table in tasks.tables.items()},
         )
         self._let_operators_smoke_test(tasks)
+        if carrier is not None:
+            carrier.answer_for(self.pipeline)
+
+    def _carrier_answers(self, config: AppConfig, tasks: SagaTasks, key: kms.IKey) -> CallbackEntryPoint:
+        """The entry point the carrier answers through; BookCarrier keeps its token in the entry point's table."""
+        answerers = [iam.ArnPrincipal(config.carrier_answerer_arn)] if config.carrier_answerer_arn else []
+        carrier = CallbackEntryPoint(self, "CarrierAnswers", title="Carrier", settings=config, key=key,
+                                     layer=tasks.layer, accepted_errors=CARRIER_ERRORS, answerers=answerers)
+        carrier.grant_hand_over(tasks.functions[BOOK_CARRIER])
+        assert tasks.carrier_requests is not None
+        for principal in answerers:
+            tasks.carrier_requests.grant_consume_messages(principal)
+        return carrier
 
     def _let_operators_smoke_test(self, tasks: SagaTasks) -> None:
         """`make smoke` sends a real order through, so it stocks the one sku that order buys, and only that."""

@@ -1,5 +1,5 @@
-"""The order saga's six Lambda tasks (three steps, three compensations), the DynamoDB tables they own, and what
-they count."""
+"""The order saga's Lambda tasks (three steps, three compensations, and BookCarrier when the carrier confirms
+bookings), the DynamoDB tables they own, and what they count."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from pathlib import Path
 
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from fire_and_forget.construct import (
     RUNTIME,
     DependenciesLayer,
     WorkflowMetrics,
+    acknowledge,
     encrypted_table,
     handler_code,
     task_function,
@@ -39,6 +41,7 @@ ORDER_METRICS = WorkflowMetrics(
                              "OutOfStock"),
         "ChargePayment": ("PaymentsDeclined",),
         "ArrangeShipping": ("ShippingUnavailable",),
+        "BookCarrier": ("ShippingUnavailable",),  # with ff:carrierConfirmation, the first to learn it
     },
 )
 
@@ -50,6 +53,7 @@ class TaskSpec:
     construct_id: str
     module: str
     tables: tuple[str, ...]
+    idempotent: bool = True  # runs its work once per attempt through Powertools idempotency (the Idempotency table)
 
 
 TASKS = (
@@ -62,6 +66,9 @@ TASKS = (
     TaskSpec("RefundPayment", "refund_payment", ("Payments", "Orders")),
     TaskSpec("ReleaseInventory", "release_inventory", ("Inventory", "Reservations", "Orders")),
 )
+# With ff:carrierConfirmation: hands the shipment to the carrier and keeps the task token (in the callback entry
+# point's waits table, granted by the stack).
+BOOK_CARRIER = TaskSpec("BookCarrier", "book_carrier", (), idempotent=False)
 
 # Table construct id -> (partition key, TTL attribute or None).
 TABLES: dict[str, tuple[str, str | None]] = {
@@ -78,7 +85,8 @@ TABLES: dict[str, tuple[str, str | None]] = {
 class SagaTasks(Construct):
     """Tables (`.tables`) and functions (`.functions`, keyed by the state name that invokes them)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, key: kms.IKey) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, key: kms.IKey,
+                 carrier_timeout_seconds: int) -> None:
         super().__init__(scope, construct_id)
         # Orders carry addresses and payment tokens: encrypt at rest with the customer-managed key, so access
         # to the data also needs kms:Decrypt, which the grants below give each function for its tables only.
@@ -91,19 +99,37 @@ class SagaTasks(Construct):
         self.layer = layer  # the pipeline's own functions use it too
         code = handler_code(HANDLERS_DIR)
         self.functions = {spec.construct_id: self._function(spec, code, layer, config) for spec in TASKS}
+        self.carrier_requests: sqs.Queue | None = None
+        if config.carrier_confirmation:
+            self.carrier_requests = self._carrier_requests(key)
+            book = self._function(BOOK_CARRIER, code, layer, config)
+            book.add_environment("CARRIER_REQUESTS_QUEUE_URL", self.carrier_requests.queue_url)
+            book.add_environment("CARRIER_TIMEOUT_SECONDS", str(carrier_timeout_seconds))
+            self.carrier_requests.grant_send_messages(book)
+            self.functions = {**self.functions, BOOK_CARRIER.construct_id: book}
+
+    def _carrier_requests(self, key: kms.IKey) -> sqs.Queue:
+        """Where BookCarrier hands shipments to the carrier, which reads them (the stack grants its answerer)."""
+        queue = sqs.Queue(self, "CarrierRequests", encryption=sqs.QueueEncryption.KMS, encryption_master_key=key,
+                          enforce_ssl=True)
+        for rule in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
+            acknowledge(queue, rule,
+                        "The carrier's inbox, read by the carrier: a request it cannot take is answered as a failure "
+                        "through the callback entry point, and one nobody takes ends in BookCarrier's timeout, which "
+                        "compensates the order and records it in the failure DLQ. No request waits on this queue "
+                        "alone, so a DLQ behind it would hold nothing the failure DLQ does not.")
+        return queue
 
     def _function(
         self, spec: TaskSpec, code: lambda_.Code, layer: lambda_.ILayerVersion, config: AppConfig
     ) -> lambda_.Function:
-        environment = {
-            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
-            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
-            "IDEMPOTENCY_TABLE_NAME": self.tables["Idempotency"].table_name,
-            "IDEMPOTENCY_EXPIRY_SECONDS": str(config.idempotency_expiry_seconds),
-        }
+        environment = {"POWERTOOLS_SERVICE_NAME": SERVICE_NAME, "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE}
+        if spec.idempotent:
+            environment["IDEMPOTENCY_TABLE_NAME"] = self.tables["Idempotency"].table_name
+            environment["IDEMPOTENCY_EXPIRY_SECONDS"] = str(config.idempotency_expiry_seconds)
         if spec.construct_id == "ChargePayment":
             environment["DEFAULT_CREDIT_LIMIT"] = str(config.default_credit_limit)
-        if spec.construct_id == "ArrangeShipping":
+        if spec.construct_id in ("ArrangeShipping", "BookCarrier"):
             environment["SERVED_COUNTRIES"] = ",".join(config.served_countries)
         for table in spec.tables:
             environment[f"{table.upper()}_TABLE_NAME"] = self.tables[table].table_name
@@ -113,5 +139,6 @@ class SagaTasks(Construct):
         )
         for table in spec.tables:
             self.tables[table].grant_read_write_data(function)
-        self.tables["Idempotency"].grant_read_write_data(function)
+        if spec.idempotent:
+            self.tables["Idempotency"].grant_read_write_data(function)
         return function

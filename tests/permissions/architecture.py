@@ -33,6 +33,33 @@ def without_encryption_context(policy: dict[str, Any]) -> dict[str, Any]:
     return policy | {"Statement": statements}
 
 
+def lambda_policy(a: Architecture, function: str) -> dict[str, Any] | None:
+    """The function's resource policy as Lambda writes it from the template's AWS::Lambda::Permission resources
+    (access-control-resource-based.html; a function URL's, urls-auth.html)."""
+    statements = []
+    function_arn = a.att(function)
+    for permission in a.of_type("AWS::Lambda::Permission").values():
+        props = a.resolver.resolve(permission["Properties"])
+        if props["FunctionName"] != function_arn:
+            continue
+        principal = props["Principal"]
+        statement: dict[str, Any] = {
+            "Effect": "Allow", "Action": props["Action"], "Resource": function_arn,
+            "Principal": {"Service": principal} if principal.endswith(".amazonaws.com") else {"AWS": principal},
+        }
+        conditions: dict[str, dict[str, str]] = {}
+        if "FunctionUrlAuthType" in props:
+            conditions.setdefault("StringEquals", {})["lambda:FunctionUrlAuthType"] = props["FunctionUrlAuthType"]
+        if props.get("InvokedViaFunctionUrl"):
+            conditions.setdefault("Bool", {})["lambda:InvokedViaFunctionUrl"] = "true"
+        if "SourceAccount" in props:
+            conditions.setdefault("StringEquals", {})["aws:SourceAccount"] = props["SourceAccount"]
+        if "SourceArn" in props:
+            conditions.setdefault("ArnLike", {})["aws:SourceArn"] = props["SourceArn"]
+        statements.append(statement | ({"Condition": conditions} if conditions else {}))
+    return {"Version": "2012-10-17", "Statement": statements} if statements else None
+
+
 class Architecture:
     """The template's resources, resolved, with lookups by ARN, URL and name."""
 
@@ -90,6 +117,8 @@ class Architecture:
             return self.attached_policy("AWS::SNS::TopicPolicy", "Topics", lid)
         if kind == "AWS::KMS::Key":
             return without_encryption_context(self.resolver.resolve(self.props(lid)["KeyPolicy"]))
+        if kind == "AWS::Lambda::Function":
+            return lambda_policy(self, lid)
         return None
 
     def key_of(self, lid: str) -> str | None:

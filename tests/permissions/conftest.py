@@ -1,5 +1,5 @@
-"""One synthesized app with every optional principal (e-mail DLQ, Slack and Teams channels), one simulator run per
-session."""
+"""One synthesized app with every optional principal (e-mail DLQ, Slack and Teams channels, the carrier's answerer:
+tests/conftest.py's `full_assembly`), one simulator run per session."""
 
 from __future__ import annotations
 
@@ -12,24 +12,9 @@ import pytest
 from tests.permissions.matrix import MatrixBuilder
 from tests.permissions.operator import operator_checks
 from tests.permissions.simulator import available, simulate
-from tests.support.cdk import CATALOG_STACK_NAME, STACK_NAME, cdk_context, load_template, synthesize
+from tests.support.cdk import CATALOG_STACK_NAME, STACK_NAME, load_template
 
-FULL_CONTEXT = {
-    "ff:alarmEmail": "ops@example.com",
-    "ff:webhookUrl": "https://hooks.example.com/alerts",
-    "ff:slackWorkspaceId": "T0123ABCD",
-    "ff:slackChannelId": "C0456EFGH",
-    "ff:teamsTeamId": "0123abcd-0123-4567-89ab-0123456789ab",
-    "ff:teamsTenantId": "89abcdef-0123-4567-89ab-0123456789ab",
-    "ff:teamsChannelId": "19%3a0123abcd4567%40thread.tacv2",
-}
 _STATS: dict[str, Any] = {}
-
-
-@pytest.fixture(scope="session")
-def full_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The app with every channel configured, so the subscription DLQ and the Chatbot role exist."""
-    return synthesize(tmp_path_factory.mktemp("permissions"), context=cdk_context() | FULL_CONTEXT)
 
 
 @pytest.fixture(scope="session", params=[STACK_NAME, CATALOG_STACK_NAME], ids=["orders", "catalog"])

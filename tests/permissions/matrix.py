@@ -14,12 +14,14 @@ from dataclasses import replace
 from typing import Any
 
 from tests.permissions.asl_calls import definition_text, task_call, tasks
+from tests.permissions.callback_edges import CallbackEdges
 from tests.permissions.checks import (
     CHAT_CHANNELS,
     OPERATOR,
     ROLE_USERS,
     SNS_PUBLISH_KEY,
     SQS_SEND_KEY,
+    TABLE_CALLS,
     Check,
     other_account,
 )
@@ -27,7 +29,7 @@ from tests.permissions.healing_edges import HealingEdges, uncovered_healing
 from tests.permissions.resolver import ACCOUNT, OTHER_ACCOUNT, STACK_NAME, arn
 
 
-class MatrixBuilder(HealingEdges):
+class MatrixBuilder(HealingEdges, CallbackEdges):
     """The architecture's edges, each made of the shapes in tests/permissions/shapes.py; `build()` adds them all."""
 
     def trust(self) -> None:
@@ -151,7 +153,9 @@ class MatrixBuilder(HealingEdges):
             role = self.a.lid(props["Role"])
             variables = props.get("Environment", {}).get("Variables", {})
             used = {self.a.lid(v) for k, v in variables.items() if k.endswith("_TABLE_NAME")}
-            allowed_calls, denied_calls = self.table_calls(function)
+            callback_calls = self.callback_table_calls(function)
+            allowed_calls, denied_calls = self.table_calls(function) if callback_calls is None else \
+                (callback_calls, tuple(c for c in TABLE_CALLS if c not in callback_calls))
             for table in sorted(used):
                 self.a.covered.add(("function-table", f"{function}.{table}"))
                 edge = f"function {function} uses {table}"
@@ -293,6 +297,7 @@ class MatrixBuilder(HealingEdges):
         self.subscriptions()
         self.chatbot()
         self.healing()
+        self.callbacks()
         return self
 
 
@@ -320,6 +325,8 @@ def uncovered(builder: MatrixBuilder) -> list[str]:
         redrive = res["Properties"].get("RedrivePolicy")
         if redrive and ("subscription-dlq", f"{sub}.{a.lid(redrive['deadLetterTargetArn'])}") not in a.covered:
             missing.append(f"subscription DLQ {sub}")
+    missing += [f"function URL {lid}" for lid in a.of_type("AWS::Lambda::Url")
+                if ("function-url", lid) not in a.covered]
     for policy in a.of_type("AWS::IAM::ManagedPolicy"):
         if ("managed-policy", policy) not in a.covered:
             missing.append(f"managed policy {policy}")

@@ -102,3 +102,22 @@ def test_eventbridge_s_key_use_is_judged_with_and_without_source_keys(matrix: Ma
     # Then each is in the matrix both as if the KMS request carried aws:Source* and as if it did not
     assert with_source and len(without_source) == len(with_source)
     assert {(c.edge, c.action) for c in with_source} == {(c.edge, c.action) for c in without_source}
+
+
+def test_the_carriers_answerer_may_answer_through_the_url_and_read_its_inbox_only(matrix: MatrixBuilder,
+                                                                                stack_name: str) -> None:
+    # Given the app with the carrier's confirmation: its answerer is judged on the URL, past it, and on the queues
+    answerer = "arn:aws:iam::210987654321:role/carrier-answers"
+    judged = {(c.action, c.why, c.allowed) for c in matrix.checks if c.principal == answerer}
+    if stack_name != "FireAndForget":
+        assert judged == set()  # the catalog has no callback step
+        return
+    assert {("lambda:InvokeFunctionUrl", "the answerer the deployment names", True),
+            ("lambda:InvokeFunction", "the URL's own invocation", True),
+            ("lambda:InvokeFunction", "invoking the function past its URL", False),
+            ("lambda:InvokeFunctionUrl", "a URL without IAM auth", False),
+            ("sqs:ReceiveMessage", "the answerer's inbox", True),
+            ("kms:Decrypt", "the inbox is encrypted", True),
+            ("sqs:ReceiveMessage", "a queue that is not its inbox", False)} <= judged
+    answers = {c.action for c in matrix.checks if c.edge.startswith("entry point") and c.allowed}
+    assert {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"} <= answers

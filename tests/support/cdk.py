@@ -23,6 +23,23 @@ if (LOCAL_NODE_BIN / "node").exists() and str(LOCAL_NODE_BIN) not in os.environ[
     os.environ["PATH"] = os.pathsep.join((str(LOCAL_NODE_BIN), os.environ["PATH"]))
 
 
+# The app with every optional part: each chat channel and the e-mail DLQ, and the carrier's own confirmation (its
+# step, its entry point and a named answerer, with the workflow's timeout raised above the carrier's 48 hours).
+CARRIER_ANSWERER = "arn:aws:iam::210987654321:role/carrier-answers"
+FULL_CONTEXT: dict[str, Any] = {
+    "ff:alarmEmail": "ops@example.com",
+    "ff:webhookUrl": "https://hooks.example.com/alerts",
+    "ff:slackWorkspaceId": "T0123ABCD",
+    "ff:slackChannelId": "C0456EFGH",
+    "ff:teamsTeamId": "0123abcd-0123-4567-89ab-0123456789ab",
+    "ff:teamsTenantId": "89abcdef-0123-4567-89ab-0123456789ab",
+    "ff:teamsChannelId": "19%3a0123abcd4567%40thread.tacv2",
+    "ff:carrierConfirmation": True,
+    "ff:carrierAnswererArn": CARRIER_ANSWERER,
+    "ff:executionTimeoutMinutes": 3000,
+}
+
+
 def cdk_context() -> dict[str, Any]:
     """The context block of cdk.json: `cdk.App()` in-process does not read cdk.json by itself."""
     context: dict[str, Any] = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))["context"]
@@ -50,6 +67,11 @@ def synthesize_once(outdir: Path, synth: Callable[[Path], Path] | None = None) -
             shutil.rmtree(outdir, ignore_errors=True)
             marker.write_text(str((synth or synthesize)(outdir)), encoding="utf-8")
         return Path(marker.read_text(encoding="utf-8"))
+
+
+def synthesize_full(outdir: Path) -> Path:
+    """The app with FULL_CONTEXT."""
+    return synthesize(outdir, cdk_context() | FULL_CONTEXT)
 
 
 def load_template(assembly_dir: Path, stack_name: str = STACK_NAME) -> dict[str, Any]:

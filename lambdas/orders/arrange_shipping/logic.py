@@ -1,9 +1,5 @@
-"""ArrangeShipping: book the shipment with the carrier that serves the destination country.
-
-Rule: a destination is served when its ISO 3166 alpha-2 country code is in SERVED_COUNTRIES (default
-JP,US,CA,GB,DE,FR,AU,NZ,SG); any other country raises ShippingUnavailable. The carrier is chosen by country
-from CARRIERS, with DEFAULT_CARRIER for a served country the table does not list.
-"""
+"""ArrangeShipping: record the shipment with the carrier that serves the destination country (common/carriers.py:
+an unserved country raises ShippingUnavailable), and complete the order."""
 
 from __future__ import annotations
 
@@ -11,7 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from common import aws
-from common.errors import ShippingUnavailable
+from common.carriers import carrier_for
 from common.idempotency import StepKey, run_once
 from common.observability import correlate, count, logger
 from common.order_context import ShippingInput, shipping_input
@@ -23,18 +19,6 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 STEP = "ArrangeShipping"
-CARRIERS = {
-    "JP": "JapanPost",
-    "US": "UPS",
-    "CA": "UPS",
-    "GB": "RoyalMail",
-    "DE": "DHL",
-    "FR": "DHL",
-    "AU": "AusPost",
-    "NZ": "AusPost",
-    "SG": "SingPost",
-}
-DEFAULT_CARRIER = "DHL"
 
 
 def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -69,11 +53,7 @@ def arrange_shipping(
 def _arrange(
     order: ShippingInput, served: frozenset[str], shipments: ShipmentStore, ledger: DynamoDBOrderLedger
 ) -> dict[str, Any]:
-    country = order.country
-    if country not in served:
-        count("ShippingUnavailable")
-        raise ShippingUnavailable(f"order {order.order_id}: no carrier serves {country}; served: {sorted(served)}")
-    carrier = CARRIERS.get(country, DEFAULT_CARRIER)
+    carrier = carrier_for(order.order_id, order.country, served)
     # The shipment and the ledger's COMPLETED in one transaction: only the order's owner ships.
     complete = ledger.transition_item(
         order.order_id, order.attempt_id, order.execution_arn, to=COMPLETED, allowed_from=(ACTIVE,)

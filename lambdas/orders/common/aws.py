@@ -10,6 +10,7 @@ from botocore.config import Config
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_sqs.client import SQSClient
 
 # The state machine owns retries (with backoff and a budget per step): botocore retrying on its own as
 # well would multiply attempts and hide throttling from the TransientError metric, so keep it short: `max_attempts`
@@ -23,6 +24,12 @@ def dynamodb() -> DynamoDBClient:
     return boto3.client("dynamodb", config=_CONFIG)
 
 
+@cache
+def sqs() -> SQSClient:
+    return boto3.client("sqs", config=_CONFIG)
+
+
 def reset() -> None:
     """Forget cached clients (tests switch emulated accounts between cases)."""
     dynamodb.cache_clear()
+    sqs.cache_clear()

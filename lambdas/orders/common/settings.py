@@ -92,6 +92,15 @@ class ChargePaymentSettings(NamedTuple):
         )
 
 
+def _served_countries(env: Mapping[str, str]) -> frozenset[str]:
+    raw = env.get("SERVED_COUNTRIES", DEFAULT_SERVED_COUNTRIES)
+    countries = frozenset(code.strip().upper() for code in raw.split(",") if code.strip())
+    bad = sorted(code for code in countries if len(code) != 2 or not code.isalpha() or not code.isascii())
+    if bad or not countries:
+        raise ConfigurationError(f"SERVED_COUNTRIES must be ISO 3166 alpha-2 codes, got {raw!r}")
+    return countries
+
+
 class ArrangeShippingSettings(NamedTuple):
     shipments_table: str
     orders_table: str
@@ -100,16 +109,30 @@ class ArrangeShippingSettings(NamedTuple):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ArrangeShippingSettings:
-        raw = env.get("SERVED_COUNTRIES", DEFAULT_SERVED_COUNTRIES)
-        countries = frozenset(code.strip().upper() for code in raw.split(",") if code.strip())
-        bad = sorted(code for code in countries if len(code) != 2 or not code.isalpha() or not code.isascii())
-        if bad or not countries:
-            raise ConfigurationError(f"SERVED_COUNTRIES must be ISO 3166 alpha-2 codes, got {raw!r}")
         return cls(
             shipments_table=_required(env, "SHIPMENTS_TABLE_NAME"),
             orders_table=_required(env, "ORDERS_TABLE_NAME"),
-            served_countries=countries,
+            served_countries=_served_countries(env),
             idempotency=IdempotencySettings.from_env(env),
+        )
+
+
+class BookCarrierSettings(NamedTuple):
+    waits_table: str
+    carrier_requests_queue_url: str
+    served_countries: frozenset[str]
+    timeout_seconds: int  # how long the workflow waits for the carrier (BookCarrier's TimeoutSeconds)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> BookCarrierSettings:
+        raw = _required(env, "CARRIER_TIMEOUT_SECONDS")
+        if not raw.isdigit() or int(raw) <= 0:
+            raise ConfigurationError(f"CARRIER_TIMEOUT_SECONDS must be a positive number of seconds, got {raw!r}")
+        return cls(
+            waits_table=_required(env, "CALLBACK_WAITS_TABLE_NAME"),
+            carrier_requests_queue_url=_required(env, "CARRIER_REQUESTS_QUEUE_URL"),
+            served_countries=_served_countries(env),
+            timeout_seconds=int(raw),
         )
 
 

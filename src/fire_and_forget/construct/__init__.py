@@ -6,8 +6,9 @@ Pipe in FIRE_AND_FORGET mode, with every failure recorded, announced once and vi
 The names below are the public API; the submodules are not.
 """
 
+from fire_and_forget.construct.callbacks import CallbackEntryPoint
 from fire_and_forget.construct.code import RUNTIME, handler_code
-from fire_and_forget.construct.compliance import add_compliance_checks
+from fire_and_forget.construct.compliance import acknowledge, add_compliance_checks
 from fire_and_forget.construct.dependencies_layer import DependenciesLayer
 from fire_and_forget.construct.longest_run import LongestRun, longest_run
 from fire_and_forget.construct.messaging_key import MessagingKey
@@ -32,7 +33,8 @@ from fire_and_forget.construct.workflow import (
 
 __all__ = [
     "DEFAULT_RUNBOOK_URL", "DUPLICATE_DELIVERY_END", "FAILURE_ENTRY", "LOG_RETENTION_DAYS", "MAX_RETENTION_DAYS",
-    "OUTPUT_KEYS", "RUNTIME", "AlarmConfig", "DependenciesLayer", "FireAndForgetPipeline", "LongestRun",
-    "MessagingKey", "PipelineProps", "PipelineSettings", "RetryConfig", "WiringError", "Workflow", "WorkflowMetrics",
-    "add_compliance_checks", "encrypted_table", "handler_code", "longest_run", "render_definition", "task_function",
+    "OUTPUT_KEYS", "RUNTIME", "AlarmConfig", "CallbackEntryPoint", "DependenciesLayer", "FireAndForgetPipeline",
+    "LongestRun", "MessagingKey", "PipelineProps", "PipelineSettings", "RetryConfig", "WiringError", "Workflow",
+    "WorkflowMetrics", "acknowledge", "add_compliance_checks", "encrypted_table", "handler_code", "longest_run",
+    "render_definition", "task_function",
 ]

@@ -1,5 +1,5 @@
 """Lambda code assets: a workflow's handler folder with the pattern's runtime beside it, and the pattern's own
-functions (the Reconciler and the Redriver).
+functions (the Reconciler, the Redriver and the callback entry point).
 
 The runtime (`fire_and_forget.runtime`: transient-error classification, the delivery claim, the failure record, the
 healing policy, the redrive) is copied into every asset from the installed package by local bundling, at its import
@@ -25,6 +25,7 @@ PACKAGE = Path(fire_and_forget.__file__).resolve().parent
 # What a task's asset carries of the package, and what the pattern's own functions carry besides.
 RUNTIME_PARTS = ("runtime",)
 HEALING_PARTS = ("runtime", "healing")
+CALLBACK_PARTS = ("runtime", "callbacks")
 # The newest Python runtime whose minor version the tests can run on too (pyproject's requires-python): the
 # handlers are tested on the interpreter they run on in AWS. See docs/design.md, "Lambda packaging and runtime".
 RUNTIME = lambda_.Runtime.PYTHON_3_13
@@ -82,6 +83,12 @@ def healing_code() -> lambda_.Code:
     """The Reconciler's and the Redriver's asset: the runtime and `fire_and_forget.healing` (handlers
     `fire_and_forget.healing.reconciler.handler`, ...)."""
     return _asset(PACKAGE / "healing", source_hash(None, HEALING_PARTS), _WithRuntime(None, HEALING_PARTS))
+
+
+def callback_code() -> lambda_.Code:
+    """The callback entry point's asset: the runtime and `fire_and_forget.callbacks` (handler
+    `fire_and_forget.callbacks.entry_point.handler`)."""
+    return _asset(PACKAGE / "callbacks", source_hash(None, CALLBACK_PARTS), _WithRuntime(None, CALLBACK_PARTS))
 
 
 def _asset(source: Path, asset_hash: str, bundling: _WithRuntime) -> lambda_.Code:

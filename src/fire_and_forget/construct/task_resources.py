@@ -38,12 +38,20 @@ def encrypted_table(scope: Construct, construct_id: str, *, partition_key: str, 
     )
 
 
+STEP_FUNCTIONS_INVOKES = (
+    "Step Functions invokes the tasks synchronously; a Lambda DLQ only catches asynchronous invocations. "
+    "Failures are caught by the workflow and end in the failure DLQ."
+)
+
+
 def task_function(scope: Construct, name: str, *, handler: str, code: lambda_.Code, layer: lambda_.ILayerVersion,
-                  settings: PipelineSettings, environment: Mapping[str, str], description: str) -> lambda_.Function:
+                  settings: PipelineSettings, environment: Mapping[str, str], description: str,
+                  why_no_dlq: str = STEP_FUNCTIONS_INVOKES) -> lambda_.Function:
     """`<name>Function` (arm64, RUNTIME, active tracing), with `<name>Logs` and `<name>Role` beside it.
 
     The function times out before the Task does (PipelineSettings.lambda_timeout_seconds), so the workflow sees
-    the function's own timeout first. Grants to tables are the caller's: only it knows what the task touches.
+    the function's own timeout first. `why_no_dlq` says why it needs no Lambda DLQ (who invokes it, synchronously).
+    Grants to tables are the caller's: only it knows what the task touches.
     """
     logs = log_group(scope, f"{name}Logs", settings=settings)
     # Our own role instead of AWSLambdaBasicExecutionRole: write to this function's log group only.
@@ -65,11 +73,7 @@ def task_function(scope: Construct, name: str, *, handler: str, code: lambda_.Co
         role=role,
         log_group=logs,
     )
-    acknowledge(
-        function, "Serverless-LambdaDLQ",
-        "Step Functions invokes the tasks synchronously; a Lambda DLQ only catches asynchronous invocations. "
-        "Failures are caught by the workflow and end in the failure DLQ.",
-    )
+    acknowledge(function, "Serverless-LambdaDLQ", why_no_dlq)
     for rule in ("AwsSolutions-L1", "Serverless-LambdaLatestVersion"):
         acknowledge(
             function, rule,

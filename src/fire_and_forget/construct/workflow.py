@@ -42,11 +42,14 @@ from fire_and_forget.construct.request_response import (
     workflow_type,
 )
 from fire_and_forget.construct.settings import PipelineSettings
+from fire_and_forget.construct.state_graph import reaches, targets, without_states
 from fire_and_forget.runtime.healing_policy import ATTEMPT_ATTRIBUTE, LONGEST_VERB, MAX_SUBJECT, TIMEOUT_ERROR
 from fire_and_forget.runtime.tail import DUPLICATE_DELIVERY_ERROR, HANDLED_FAILURE_ERROR, TailState
 
 TAIL_FILE = Path(__file__).resolve().parent / "asl" / "failure_tail.asl.json"
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+# A Task that invokes a function with its task token and waits for SendTask* (fire_and_forget.construct.callbacks).
+LAMBDA_CALLBACK = LAMBDA_INVOKE + ".waitForTaskToken"
 TRANSIENT_ERROR = "TransientError"
 # Plain strings (the state names), so that messages quote them as a reader writes them.
 FAILURE_ENTRY = str(TailState.CLAIM_FAILURE)
@@ -87,6 +90,8 @@ class Workflow:
     `undo` maps each step to the compensation state that undoes it: the reconciler runs those, last step first,
     for an execution that stopped outside the failure tail (each must send COMPENSATION_PAYLOAD, checked at synth).
     `substitutions` fill further `${Name}` placeholders (a table name the ASL reads, say).
+    `leave_out` names optional states of the file this deployment goes without: each is bypassed (whatever goes to
+    it goes to its Next) and the states only it reached (its failure path) are dropped (state_graph.without_states).
     """
 
     title: str
@@ -96,6 +101,7 @@ class Workflow:
     compensations: tuple[str, ...] = ()
     substitutions: Mapping[str, str] = field(default_factory=dict)
     undo: Mapping[str, str] = field(default_factory=dict)
+    leave_out: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.title or len(self.title) > MAX_TITLE or not set(self.title) <= TITLE_CHARACTERS:
@@ -120,7 +126,8 @@ class Workflow:
                    ) -> dict[str, Any]:
         """The ASL with the settings' timeouts and backoff applied and the mode's tail appended, checked."""
         definition = render_definition(self.definition_file, settings, compensations=self.compensations,
-                                       claims_delivery=self.claims_delivery, invocation_type=invocation_type)
+                                       claims_delivery=self.claims_delivery, invocation_type=invocation_type,
+                                       leave_out=self.leave_out)
         problems = _undo_problems(definition["States"], self.undo) + _subject_problems(definition, self.title)
         if problems:
             raise WiringError(f"{self.definition_file}: " + "; ".join(problems))
@@ -168,10 +175,17 @@ def _subject_problems(definition: dict[str, Any], title: str) -> list[str]:
 
 
 def render_definition(definition_file: Path, settings: PipelineSettings, *, compensations: tuple[str, ...],
-                      claims_delivery: str, invocation_type: InvocationType = FIRE_AND_FORGET) -> dict[str, Any]:
-    """What the state machine runs: the workflow's ASL, with the settings applied and checked, plus the mode's tail
-    (the failure tail for FIRE_AND_FORGET, the returning tail for REQUEST_RESPONSE: request_response.py)."""
+                      claims_delivery: str, invocation_type: InvocationType = FIRE_AND_FORGET,
+                      leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What the state machine runs: the workflow's ASL without the states it leaves out, with the settings applied
+    and checked, plus the mode's tail (the failure tail for FIRE_AND_FORGET, the returning tail for
+    REQUEST_RESPONSE: request_response.py)."""
     definition: dict[str, Any] = json.loads(definition_file.read_text(encoding="utf-8"))
+    if leave_out:
+        try:
+            definition = without_states(definition, leave_out)
+        except ValueError as error:
+            raise WiringError(f"{definition_file}: {error}") from error
     apply_settings(definition, settings, compensations, timeout_seconds=workflow_timeout_seconds(settings,
                                                                                                  invocation_type))
     check_wiring(definition, claims_delivery=claims_delivery, source=str(definition_file))
@@ -187,16 +201,18 @@ def apply_settings(definition: dict[str, Any], settings: PipelineSettings, compe
     """Write the deployment's timeouts and transient-error backoff into every Lambda task.
 
     Numbers cannot be CloudFormation substitutions (those are strings), so the file holds the defaults and this
-    function writes the configured values into every Lambda task and its transient-error retrier. The workflow's
+    function writes the configured values into every Lambda task and its transient-error retrier (a callback Task
+    keeps its own TimeoutSeconds and HeartbeatSeconds: how long the party doing the work may take). The workflow's
     TimeoutSeconds is `timeout_seconds` (the mode's: request_response.workflow_timeout_seconds), by default the
     Standard workflow's `execution_timeout_minutes`.
     """
     definition["TimeoutSeconds"] = settings.execution_timeout_minutes * 60 if timeout_seconds is None \
         else timeout_seconds
     for name, state in definition["States"].items():
-        if state.get("Resource") != LAMBDA_INVOKE:
+        if state.get("Resource") not in (LAMBDA_INVOKE, LAMBDA_CALLBACK):
             continue
-        state["TimeoutSeconds"] = settings.task_timeout_seconds
+        if state["Resource"] == LAMBDA_INVOKE:  # a callback's TimeoutSeconds is how long the other party may take
+            state["TimeoutSeconds"] = settings.task_timeout_seconds
         for retrier in state.get("Retry", []):
             if TRANSIENT_ERROR in retrier["ErrorEquals"]:
                 retrier.update(
@@ -279,7 +295,7 @@ def check_wiring(definition: dict[str, Any], *, claims_delivery: str, source: st
     taken = sorted(set(states) & (set(tail) | {ANNOUNCE_OR_WAIT}))
     if taken:
         problems.append(f"states {', '.join(taken)} bear names of the construct's failure tail: rename them")
-    if not any(FAILURE_ENTRY in _targets(state) for state in states.values()):
+    if not any(FAILURE_ENTRY in targets(state) for state in states.values()):
         problems.append(f"no state goes to the failure entry {FAILURE_ENTRY!r}: end every Catch path there")
     for name, state in states.items():
         problems += _state_problems(name, state, states)
@@ -305,7 +321,7 @@ def _state_problems(name: str, state: dict[str, Any], states: dict[str, Any]) ->
     if not catch_all:
         problems.append(f"{kind} {name!r} has no Catch for States.ALL: its failure would end the execution "
                         f"outside {FAILURE_ENTRY!r}, unrecorded")
-    elif not all(_reaches(states, c["Next"], FAILURE_ENTRY) for c in catch_all):
+    elif not all(reaches(states, c["Next"], FAILURE_ENTRY) for c in catch_all):
         problems.append(f"{kind} {name!r}: its States.ALL Catch never reaches {FAILURE_ENTRY!r}")
     # Inside a Parallel or a Map, the enclosing state's Catch sees a branch's failure; a Task there still
     # needs its own timeout.
@@ -330,33 +346,6 @@ def _nested_states(state: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
         for name, nested in machine.get("States", {}).items():
             yield name, nested
             yield from _nested_states(nested)
-
-
-def _targets(state: dict[str, Any]) -> Iterator[str]:
-    """Every state name a state can go to next."""
-    for key in ("Next", "Default"):
-        if isinstance(state.get(key), str):
-            yield state[key]
-    for rule in state.get("Choices", []):
-        if isinstance(rule.get("Next"), str):
-            yield rule["Next"]
-    for catcher in state.get("Catch", []):
-        if isinstance(catcher.get("Next"), str):
-            yield catcher["Next"]
-
-
-def _reaches(states: dict[str, Any], start: str, goal: str) -> bool:
-    seen: set[str] = set()
-    todo = [start]
-    while todo:
-        name = todo.pop()
-        if name == goal:
-            return True
-        if name in seen or name not in states:
-            continue
-        seen.add(name)
-        todo.extend(_targets(states[name]))
-    return False
 
 
 class WorkflowStateMachine(Construct):

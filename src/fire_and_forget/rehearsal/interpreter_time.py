@@ -1,8 +1,9 @@
 """moto's Step Functions interpreter on the rehearsal's virtual clock, and how to tell when it has nothing to do.
 
 The interpreter (a vendored copy of LocalStack's) bounds a state's TimeoutSeconds with `threading.Event.wait(timeout)`
-(ExecuteState._evaluate_with_timeout) and the execution's TimeoutSeconds with `Thread.join(timeout)` (Program.eval):
-both on the machine's clock, so a slow machine times tasks out. Here the modules' `threading` (and `Thread`) names are
+(ExecuteState._evaluate_with_timeout), a callback Task's HeartbeatSeconds with `Event.wait(timeout)` (callback.py's
+HeartbeatEndpoint) and the execution's TimeoutSeconds with `Thread.join(timeout)` (Program.eval): all on the machine's
+clock, so a slow machine times tasks out. Here the modules' `threading` (and `Thread`) names are
 replaced by stand-ins whose waits run on the VirtualClock (fire_and_forget/rehearsal/clock.py): a timeout happens when
 the clock is moved past it, never because the work was slow.
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from moto.stepfunctions.parser.asl.component.program import program
 from moto.stepfunctions.parser.asl.component.state.exec import execute_state
+from moto.stepfunctions.parser.asl.eval.callback import callback
 from moto.stepfunctions.parser.backend import execution_worker
 
 from fire_and_forget.rehearsal.clock import VirtualClock
@@ -83,6 +85,8 @@ class InterpreterTime:
         self._replace(execute_state, "Thread", TrackedThread)
         self._replace(program, "threading", shim)
         self._replace(execution_worker, "Thread", TrackedThread)
+        # A `.waitForTaskToken` Task waits for its answer, and for each heartbeat, on a callback Event.
+        self._replace(callback, "Event", ClockedEvent)
 
     def uninstall(self) -> None:
         for module, name, original in reversed(self._originals):

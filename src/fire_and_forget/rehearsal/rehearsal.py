@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,7 +15,15 @@ from botocore.config import Config
 from moto import mock_aws
 from moto.stepfunctions.responses import get_backend
 
-from fire_and_forget.rehearsal import client_cache, moto_dispatch, parse_cache, snapshot, transactions
+from fire_and_forget.rehearsal import (
+    client_cache,
+    function_urls,
+    moto_dispatch,
+    parse_cache,
+    snapshot,
+    task_tokens,
+    transactions,
+)
 from fire_and_forget.rehearsal.assembly import STACK_NAME, CloudAssembly
 from fire_and_forget.rehearsal.async_invoke import AsyncLambda, read_policies
 from fire_and_forget.rehearsal.capacity import CapacityMeter
@@ -112,6 +120,7 @@ class Rehearsal:
         self._uninstall_history_cache: Any = None
         self._uninstall_capacity: Any = None
         self._uninstall_transactions: Any = None
+        self._uninstall_task_tokens: Any = None
         self._uninstall_dispatch: Any = None
         self.capacity = CapacityMeter()  # DynamoDB's request units of every call served (capacity.py)
         self.parse_cache = parse_cache.ParseCache()
@@ -142,6 +151,7 @@ class Rehearsal:
             self._uninstall_history_cache = install_history_cache()
             self._uninstall_capacity = self.capacity.install()
             self._uninstall_transactions = transactions.install()
+            self._uninstall_task_tokens = task_tokens.install()
             self._uninstall_dispatch = moto_dispatch.install()
             self.stack = snapshot.deploy_once(self.assembly, self.region, deploy, reuse=self._reuse_deployment)
             # Typed Any: the probes pass service responses on as plain dicts.
@@ -187,24 +197,14 @@ class Rehearsal:
 
     def close(self) -> None:
         self.faults.release()
-        if self._uninstall_service_faults is not None:
-            self._uninstall_service_faults()
-        if self._uninstall_client_cache is not None:
-            self._uninstall_client_cache()
+        for name in ("_uninstall_service_faults", "_uninstall_client_cache"):
+            _call_if_set(getattr(self, name))
         if hasattr(self, "runtime"):
             self.runtime.uninstall()
-        if self._uninstall_sqs_time is not None:
-            self._uninstall_sqs_time()
-        if self._uninstall_stop_dates is not None:
-            self._uninstall_stop_dates()
-        if self._uninstall_history_cache is not None:
-            self._uninstall_history_cache()
-        if self._uninstall_capacity is not None:
-            self._uninstall_capacity()
-        if self._uninstall_transactions is not None:
-            self._uninstall_transactions()
-        if self._uninstall_dispatch is not None:
-            self._uninstall_dispatch()
+        for name in ("_uninstall_sqs_time", "_uninstall_stop_dates", "_uninstall_history_cache",
+                     "_uninstall_capacity", "_uninstall_transactions", "_uninstall_task_tokens",
+                     "_uninstall_dispatch"):
+            _call_if_set(getattr(self, name))
         self.parse_cache.uninstall()
         self.clock.uninstall()
         self.interpreter_time.uninstall()
@@ -387,6 +387,14 @@ class Rehearsal:
                                                VisibilityTimeout=0)
         return list(seen.values())
 
+    def call_function_url(self, name: str, body: dict[str, Any], *, caller_arn: str, method: str = "POST",
+                          path: str = "/") -> function_urls.HttpReply:
+        """A signed HTTPS request to the function URL whose logical id starts with `name` (function_urls.py)."""
+        urls = function_urls.read_function_urls(self.assembly, self.stack)
+        (url,) = (u for logical_id, u in urls.items() if logical_id.startswith(name))
+        return function_urls.call(url, self.lambda_, caller_arn=caller_arn, account=ACCOUNT, body=body,
+                                  moment=self.now(), method=method, path=path)
+
     def notifications(self) -> list[tuple[str | None, str]]:
         """(subject, message) of everything published to the alerts topic."""
         from moto.sns.models import sns_backends
@@ -478,6 +486,11 @@ class Rehearsal:
             pattern = json.loads(pattern) if isinstance(pattern, str) else pattern
             rules.append(RuleDefinition(self.stack.physical_ids[logical_id], pattern, props["Targets"]))
         return rules
+
+
+def _call_if_set(uninstall: Callable[[], None] | None) -> None:
+    if uninstall is not None:
+        uninstall()
 
 
 def _invoked_functions(states: dict[str, Any]) -> Iterator[tuple[str, str]]:
