@@ -8,7 +8,6 @@ from dataclasses import replace
 
 from tests.permissions.architecture import lambda_policy
 from tests.permissions.checks import SQS_SEND_KEY, TLS, Check, kms_via
-from tests.permissions.resolver import arn
 from tests.permissions.shapes import CheckShapes
 
 ENTRY_POINT = "CarrierAnswersEntryPointFunction"
