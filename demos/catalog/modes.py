@@ -173,10 +173,11 @@ def order_saga_fit(mode: str) -> dict[str, Any]:
     renders it (fire_and_forget.construct.longest_run): in REQUEST_RESPONSE the construct refuses it when it does
     not fit, and the comparison says so instead of running it."""
     from fire_and_forget.construct import PipelineSettings, longest_run, render_definition  # noqa: PLC0415
-    from stacks.orders.stack import ASL_FILE, CLAIMS_DELIVERY, COMPENSATIONS  # noqa: PLC0415
+    from stacks.orders.stack import ASL_FILE, CLAIMS_DELIVERY, COMPENSATIONS, left_out  # noqa: PLC0415
 
     definition = render_definition(
         ASL_FILE, PipelineSettings(), compensations=COMPENSATIONS, claims_delivery=CLAIMS_DELIVERY,
+        leave_out=left_out(PipelineSettings()),
         invocation_type="REQUEST_RESPONSE" if mode == "REQUEST_RESPONSE" else "FIRE_AND_FORGET")
     return {"longest_run_seconds": longest_run(definition, {}).seconds, "timeout_seconds": definition["TimeoutSeconds"]}
 

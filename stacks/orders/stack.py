@@ -19,7 +19,7 @@ from fire_and_forget.construct import (
     Workflow,
 )
 from fire_and_forget.construct import render_definition as render_workflow
-from stacks.config import AppConfig
+from stacks.config import AppConfig, ConfigError
 from stacks.orders.tasks import ORDER_METRICS, SagaTasks
 
 ASL_FILE = Path(__file__).resolve().parents[2] / "statemachines" / "orders" / "order_saga.asl.json"
@@ -47,6 +47,17 @@ def carrier_timeout_seconds() -> int:
     return seconds
 
 
+def check_carrier_wait(config: AppConfig) -> None:
+    """The execution must outlast BookCarrier's wait, or it would time out, uncaught, while the carrier still has
+    time: refused with the key to raise (the construct's own check would say it in the workflow's terms)."""
+    wait_minutes = -(-carrier_timeout_seconds() // 60)
+    if config.execution_timeout_minutes <= wait_minutes:
+        raise ConfigError([
+            f"ff:executionTimeoutMinutes: must be longer than the {wait_minutes} minutes ff:carrierConfirmation "
+            f"waits for the carrier (BookCarrier's TimeoutSeconds), {wait_minutes + 60} or more "
+            f"(got {config.execution_timeout_minutes})"])
+
+
 def render_definition(config: PipelineSettings) -> dict[str, Any]:
     """The order saga's definition as deployed with `config` (the failure tail included, placeholders unfilled)."""
     return render_workflow(ASL_FILE, config, compensations=COMPENSATIONS, claims_delivery=CLAIMS_DELIVERY,
@@ -59,6 +70,8 @@ class OrderStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        if config.carrier_confirmation:
+            check_carrier_wait(config)
         # One key for the tables and the pipeline's queues and topic: the orders hold addresses and payment tokens.
         key = MessagingKey(self, "MessagingKey", settings=config).key
         tasks = SagaTasks(self, "SagaTasks", config=config, key=key, carrier_timeout_seconds=carrier_timeout_seconds())

@@ -31,7 +31,7 @@ SERVICE_NAME = "order-saga"
 ORDER_METRICS = WorkflowMetrics(
     namespace=METRICS_NAMESPACE,
     service=SERVICE_NAME,
-    outcomes=("OrdersReserved", "OrdersCharged", "OrdersShipped"),
+    outcomes=("OrdersReserved", "OrdersCharged", "CarrierRequests", "OrdersShipped"),
     rejections=("InvalidOrders", "OutOfStock", "PaymentsDeclined", "ShippingUnavailable", "DuplicateDeliveries",
                 "DuplicateOrders", "OrderConflicts"),
     compensations=("ShipmentsCancelled", "InventoryReleased", "PaymentsRefunded", "OrphanChargesRefunded"),

@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 
 from fire_and_forget.construct import WiringError, Workflow
 from stacks.config import AppConfig
-from stacks.orders.stack import ASL_FILE, CLAIMS_DELIVERY, COMPENSATIONS, UNDO
+from stacks.orders.stack import ASL_FILE, CLAIMS_DELIVERY, COMPENSATIONS, UNDO, left_out
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "CONTRIBUTING.md"
@@ -182,7 +182,8 @@ def _workflow(asl: Path, compensations: tuple[str, ...], undo: dict[str, str]) -
     # The functions only need their state names here: the definition is checked before any is used.
     names = {*UNDO, *UNDO.values(), "ApplyVoucher", RESTORE}
     return Workflow(title="Order saga", definition_file=asl, functions=cast(Any, dict.fromkeys(names)),
-                    claims_delivery=CLAIMS_DELIVERY, compensations=compensations, undo=undo)
+                    claims_delivery=CLAIMS_DELIVERY, compensations=compensations, undo=undo,
+                    leave_out=left_out(AppConfig()))
 
 
 def test_the_recipe_gives_a_scratch_step_that_the_construct_accepts(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from fire_and_forget.construct.request_response import InvocationType
 from fire_and_forget.construct.workflow import render_definition
 from stacks.catalog.stack import ASL_FILE as CATALOG_ASL
 from stacks.config import AppConfig
-from stacks.orders.stack import ASL_FILE, COMPENSATIONS
+from stacks.orders.stack import ASL_FILE, COMPENSATIONS, left_out
 from tests.infra import request_response_app
 from tests.support.cdk import REPO, STACK_NAME, load_template
 from tests.support.cfn_lint import cfn_lint
@@ -44,7 +44,7 @@ def test_each_example_with_the_failure_tail_validates_against_the_schema(
     """What the state machine runs: the example's ASL with the mode's tail appended (the failure tail, or the
     returning tail with every successful end sent through DeliveryCompleted)."""
     definition = render_definition(asl, AppConfig(), compensations=compensations, claims_delivery=claims,
-                                   invocation_type=mode)
+                                   invocation_type=mode, leave_out=left_out(AppConfig()) if asl == ASL_FILE else ())
     rendered = tmp_path / "definition.asl.json"
     rendered.write_text(json.dumps(definition), encoding="utf-8")
     result = subprocess.run(

@@ -130,6 +130,32 @@ def test_a_config_key_without_its_prefix_is_refused_not_ignored(key: str) -> Non
     assert problem.startswith(f"{key}: not read, config keys take the prefix 'ff:'")
 
 
+def test_the_carriers_answerer_needs_the_carrier_step() -> None:
+    with pytest.raises(ConfigError, match="carrierAnswererArn is set but carrierConfirmation is false"):
+        AppConfig.from_context({"ff:carrierAnswererArn": "arn:aws:iam::210987654321:role/carrier"})
+
+
+@pytest.mark.parametrize("arn", ["arn:aws:iam::21098765432:role/carrier", "arn:aws:sts::210987654321:role/c",
+                                 "*", "arn:aws:iam::210987654321:group/carriers"])
+def test_the_carriers_answerer_is_an_iam_role_user_or_account(arn: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        AppConfig.from_context({"ff:carrierConfirmation": True, "ff:carrierAnswererArn": arn})
+    (problem,) = raised.value.problems
+    assert problem.startswith("ff:carrierAnswererArn: must be the ARN of an IAM role, user or account root")
+
+
+def test_the_carrier_step_needs_an_execution_that_outlasts_its_wait(tmp_path: Path) -> None:
+    from app import build_app
+
+    # Given the carrier's 48-hour wait and the default one-hour execution timeout
+    with pytest.raises(ConfigError) as raised:
+        build_app(cdk_context() | {"ff:carrierConfirmation": True}, outdir=str(tmp_path))
+    # Then synth stops before building anything, naming the key and the least value that works
+    assert raised.value.problems == [
+        "ff:executionTimeoutMinutes: must be longer than the 2880 minutes ff:carrierConfirmation waits for the "
+        "carrier (BookCarrier's TimeoutSeconds), 2940 or more (got 60)"]
+
+
 def test_cdk_own_context_keys_are_left_alone() -> None:
     context = {"cli-telemetry": False, "aws:cdk:enable-path-metadata": True, "@aws-cdk/core:checkSecretUsage": True}
     assert AppConfig.from_context(context) == AppConfig()

@@ -58,6 +58,15 @@ def test_timeouts_are_transient_and_aborts_are_a_persons_decision() -> None:
                               attempt=0, status="ABORTED") is Disposition.NEEDS_DECISION
 
 
+@pytest.mark.parametrize("error", ["States.Timeout", "States.HeartbeatTimeout"])
+def test_a_task_that_timed_out_or_missed_its_heartbeat_waits_for_a_retry_under_either_name(error: str) -> None:
+    # Step Functions' error names give a missed heartbeat both names; moto reports States.Timeout.
+    assert POLICY.disposition(state="BookCarrier", error=error, manual_repair=False,
+                              attempt=0) is Disposition.RETRY
+    assert POLICY.disposition(state="BookCarrier", error=error, manual_repair=False,
+                              attempt=POLICY.max_attempts) is Disposition.EXHAUSTED
+
+
 def test_a_timed_out_execution_waits_for_a_retry_whatever_error_its_record_names() -> None:
     # Given an execution that timed out in its failure tail, the tail describing an error no state retries
     # When the policy decides, Then the timeout decides: it is transient
@@ -142,7 +151,7 @@ def _send_shape(value: dict[str, Any]) -> dict[str, Any]:
 # -- the ASL twin of the policy ---------------------------------------------------------------------------------
 
 CASE_STATES = ["ChargePayment", "ReserveInventory", "ArrangeShipping"]
-CASE_ERRORS = ["TransientError", "Lambda.Unknown", "States.Timeout", "OutOfStock"]
+CASE_ERRORS = ["TransientError", "Lambda.Unknown", "States.Timeout", "States.HeartbeatTimeout", "OutOfStock"]
 
 
 def _choice_machine() -> dict[str, Any]:
@@ -184,7 +193,7 @@ def test_the_failure_tails_choice_waits_exactly_when_the_policy_says_retry() -> 
             if (ended == "Wait") != expected:
                 mismatches.append((state, error, manual, attempt, ended))
     assert not mismatches
-    assert len(cases) == 144
+    assert len(cases) == 180
 
 
 def _last_state(sfn: Any, execution: str) -> str:

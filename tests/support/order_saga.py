@@ -4,8 +4,8 @@ dependencies layer."""
 
 from __future__ import annotations
 
-from fire_and_forget.construct import Workflow
-from stacks.orders.stack import ASL_FILE, CLAIMS_DELIVERY, COMPENSATIONS, UNDO
+from fire_and_forget.construct import PipelineSettings, Workflow
+from stacks.orders.stack import ASL_FILE, CLAIMS_DELIVERY, COMPENSATIONS, UNDO, left_out
 from stacks.orders.tasks import TASKS
 from tests.pipeline import minimal
 
@@ -14,4 +14,5 @@ def workflow() -> Workflow:
     scope = minimal.stack()
     return Workflow(title="Order saga", definition_file=ASL_FILE,
                     functions={spec.construct_id: minimal.function(scope, spec.construct_id) for spec in TASKS},
-                    claims_delivery=CLAIMS_DELIVERY, compensations=COMPENSATIONS, undo=UNDO)
+                    claims_delivery=CLAIMS_DELIVERY, compensations=COMPENSATIONS, undo=UNDO,
+                    leave_out=left_out(PipelineSettings()))

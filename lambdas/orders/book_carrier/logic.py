@@ -4,8 +4,8 @@ token so that its answer, hours later, reaches the waiting workflow.
 The workflow invokes it with `.waitForTaskToken`: what it returns is not the step's result, the carrier's answer is
 (sent through the pattern's callback entry point: SendTaskSuccess with the booking, SendTaskFailure with
 CarrierDeclined, or a heartbeat). The token stays in the waits table (fire_and_forget.runtime.callbacks); the carrier
-answers by the order id. Each attempt keeps its own token and sends the request again: the carrier takes the last
-request for an order as the one to answer.
+answers by the order id and the request id sent with the request. Each attempt keeps its own token and sends the
+request again with a new request id: only answers to the last request for an order reach the workflow.
 """
 
 from __future__ import annotations
@@ -45,14 +45,15 @@ def book_carrier(event: dict[str, Any], *, settings: BookCarrierSettings, waits:
     correlate(order_id=order.order_id, message_id=order.attempt_id)
     carrier = carrier_for(order.order_id, order.country, settings.served_countries)
     # The token first: an answer that comes back before this returns must find it.
-    waits.hand_over(order.order_id, token, order.execution_arn, STEP, settings.timeout_seconds)
+    request = waits.hand_over(order.order_id, token, order.execution_arn, STEP, settings.timeout_seconds)
     with aws_errors_as_transient("send the request to the carrier"):
-        sqs.send_message(QueueUrl=settings.carrier_requests_queue_url, MessageBody=json.dumps(_request(order, carrier)))
+        sqs.send_message(QueueUrl=settings.carrier_requests_queue_url,
+                         MessageBody=json.dumps(_request(order, carrier, request)))
     count("CarrierRequests")
     logger.info("shipment handed to the carrier", extra={"carrier": carrier})
-    return {"orderId": order.order_id, "carrier": carrier}
+    return {"orderId": order.order_id, "carrier": carrier, "request": request}
 
 
-def _request(order: ShippingInput, carrier: str) -> dict[str, Any]:
-    """What the carrier reads: whom to ship to, and the key to answer by."""
-    return {"key": order.order_id, "carrier": carrier, "shippingAddress": order.address}
+def _request(order: ShippingInput, carrier: str, request: str) -> dict[str, Any]:
+    """What the carrier reads: whom to ship to, and the key and request id to answer with."""
+    return {"key": order.order_id, "request": request, "carrier": carrier, "shippingAddress": order.address}

@@ -1,12 +1,13 @@
 """The entry point a party doing a workflow's work answers through: a Lambda function URL (AuthType AWS_IAM, so every
 request is signed by an IAM principal allowed to call it), `POST /answers` with
 
-    {"key": "order-42", "answer": "success", "output": {...}}
-    {"key": "order-42", "answer": "failure", "error": "CarrierDeclined", "cause": "no pickup slot"}
-    {"key": "order-42", "answer": "heartbeat"}
+    {"key": "job-42", "request": "9f3c...", "answer": "success", "output": {...}}
+    {"key": "job-42", "request": "9f3c...", "answer": "failure", "error": "Rejected", "cause": "no capacity"}
+    {"key": "job-42", "request": "9f3c...", "answer": "heartbeat"}
 
-and the reply's status says what became of it: 200 delivered or a repeat of a delivered answer, 404 unknown key,
-409 answered before differently, 410 the wait is over, 422 a malformed answer or an error name the workflow does not
+(`request` is the id the hand-over sent with the work) and the reply's status says what became of it: 200 delivered
+or a repeat of a delivered answer, 404 unknown key, 409 answered before differently, 410 the wait is over or was
+replaced by a newer hand-over of the same key, 422 a malformed answer or an error name the workflow does not
 take, 503 try again (Step Functions or DynamoDB throttled). fire_and_forget/runtime/callbacks.py keeps the rules.
 """
 
@@ -24,7 +25,15 @@ from aws_lambda_powertools.logging import Logger
 from aws_lambda_powertools.metrics import Metrics, MetricUnit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from fire_and_forget.runtime.callbacks import MAX_CAUSE, MAX_ERROR, Answer, AnswerKind, CallbackWaits, Verdict
+from fire_and_forget.runtime.callbacks import (
+    MAX_CAUSE,
+    MAX_ERROR,
+    REQUEST_ID_LENGTH,
+    Answer,
+    AnswerKind,
+    CallbackWaits,
+    Verdict,
+)
 from fire_and_forget.runtime.errors import TransientError
 
 if TYPE_CHECKING:
@@ -42,14 +51,16 @@ STATUS = {
     Verdict.UNKNOWN: HTTPStatus.NOT_FOUND,
     Verdict.CONFLICT: HTTPStatus.CONFLICT,
     Verdict.CLOSED: HTTPStatus.GONE,
+    Verdict.SUPERSEDED: HTTPStatus.GONE,
 }
-REFUSED = frozenset({Verdict.UNKNOWN, Verdict.CONFLICT, Verdict.CLOSED})
+REFUSED = frozenset({Verdict.UNKNOWN, Verdict.CONFLICT, Verdict.CLOSED, Verdict.SUPERSEDED})
 
 
 class AnswerBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     key: str = Field(min_length=1, max_length=1024)
+    request: str = Field(min_length=1, max_length=REQUEST_ID_LENGTH)
     answer: Literal["success", "failure", "heartbeat"]
     output: dict[str, Any] | None = None
     error: str | None = Field(default=None, min_length=1, max_length=MAX_ERROR)
@@ -88,8 +99,8 @@ def post_answer(body: AnswerBody) -> Response[dict[str, str]]:
         return _json(HTTPStatus.UNPROCESSABLE_ENTITY, {
             "verdict": "invalid", "key": body.key,
             "detail": f"error {body.error!r} is not one the workflow takes: {sorted(accepted_errors())}"})
-    answer = Answer(key=body.key, kind=AnswerKind(body.answer), output=body.output, error=body.error,
-                    cause=body.cause)
+    answer = Answer(key=body.key, request=body.request, kind=AnswerKind(body.answer), output=body.output,
+                    error=body.error, cause=body.cause)
     try:
         reply = _waits().answer(answer)
     except TransientError as error:

@@ -103,7 +103,8 @@ class CallbackEntryPoint(Construct):
             self, "AnswersRefused",
             alarm_description=(
                 f"An answer to a waiting {self.title} step was refused: too late (the step had timed out and the "
-                "workflow compensated), for an unknown key, or conflicting with an earlier one. The party that "
+                "workflow compensated), for a request a newer hand-over of the same key replaced, for an unknown "
+                "key, or conflicting with an earlier one. The party that "
                 f"answered believes the work happened: tell it. Runbook: {runbook}#answersrefused"),
             threshold=1, evaluation_periods=1, datapoints_to_alarm=1,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

@@ -43,7 +43,7 @@ from fire_and_forget.construct.request_response import (
 )
 from fire_and_forget.construct.settings import PipelineSettings
 from fire_and_forget.construct.state_graph import reaches, targets, without_states
-from fire_and_forget.runtime.healing_policy import ATTEMPT_ATTRIBUTE, LONGEST_VERB, MAX_SUBJECT, TIMEOUT_ERROR
+from fire_and_forget.runtime.healing_policy import ATTEMPT_ATTRIBUTE, LONGEST_VERB, MAX_SUBJECT, TIMEOUT_ERRORS
 from fire_and_forget.runtime.tail import DUPLICATE_DELIVERY_ERROR, HANDLED_FAILURE_ERROR, TailState
 
 TAIL_FILE = Path(__file__).resolve().parent / "asl" / "failure_tail.asl.json"
@@ -258,7 +258,7 @@ def full_definition(definition: dict[str, Any], max_automatic_attempts: int = 0)
 
 def announce_or_wait(retried: Mapping[str, frozenset[str]], max_attempts: int) -> dict[str, Any]:
     attempt = f"$$.Execution.Input[0].messageAttributes.{ATTEMPT_ATTRIBUTE}"
-    transient: list[dict[str, Any]] = [{"Variable": "$.failure.error", "StringEquals": TIMEOUT_ERROR}]
+    transient: list[dict[str, Any]] = [{"Variable": "$.failure.error", "StringEquals": name} for name in TIMEOUT_ERRORS]
     for state, errors in sorted(retried.items()):
         if errors:
             transient.append({"And": [

@@ -2,8 +2,10 @@
 invocation AWS makes of its function, with the request as a payload format 2.0 event
 (urls-invocation.html, "Request payload format"), and AuthType AWS_IAM is enforced the way the URL's resource policy
 reads (urls-auth.html): a principal of another account must be named by a lambda:InvokeFunctionUrl permission with
-FunctionUrlAuthType AWS_IAM; one of the account's own may call it when its identity policy allows (assumed here,
-the permission matrix judges identity policies). Anything else gets 403 without reaching the function.
+FunctionUrlAuthType AWS_IAM and, as "new function URLs will require both lambda:InvokeFunctionUrl and
+lambda:InvokeFunction permissions" (from October 2025), by a lambda:InvokeFunction permission too; one of the
+account's own may call it when its identity policy allows (assumed here, the permission matrix judges identity
+policies). Anything else gets 403 without reaching the function.
 """
 
 from __future__ import annotations
@@ -40,12 +42,20 @@ def read_function_urls(assembly: CloudAssembly, stack: OfflineStack) -> dict[str
     for logical_id, resource in assembly.resources_of_type("AWS::Lambda::Url").items():
         props = stack.resolve(resource["Properties"])
         function = props["TargetFunctionArn"].split(":function:", 1)[-1]
-        answerers = frozenset(
-            p["Principal"] for p in permissions
-            if p.get("Action") == "lambda:InvokeFunctionUrl" and p.get("FunctionUrlAuthType") == props["AuthType"]
-            and p["FunctionName"].split(":function:", 1)[-1] == function)
-        urls[logical_id] = FunctionUrl(logical_id, function, props["AuthType"], answerers)
+        urls[logical_id] = FunctionUrl(logical_id, function, props["AuthType"],
+                                       url_answerers(permissions, function, props["AuthType"]))
     return urls
+
+
+def url_answerers(permissions: list[dict[str, Any]], function: str, auth_type: str) -> frozenset[str]:
+    """The principals the function's resource policy lets call its URL: named by both an InvokeFunctionUrl
+    permission for the URL's AuthType and an InvokeFunction permission."""
+    def named(action: str, **conditions: Any) -> set[str]:
+        return {p["Principal"] for p in permissions
+                if p.get("Action") == action and p["FunctionName"].split(":function:", 1)[-1] == function
+                and all(p.get(name) == value for name, value in conditions.items())}
+
+    return frozenset(named("lambda:InvokeFunctionUrl", FunctionUrlAuthType=auth_type) & named("lambda:InvokeFunction"))
 
 
 def call(url: FunctionUrl, lambda_client: Any, *, caller_arn: str, account: str, body: dict[str, Any],

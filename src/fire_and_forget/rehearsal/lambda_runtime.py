@@ -27,7 +27,7 @@ from fire_and_forget.rehearsal.faults import FaultKind, FaultPlan
 
 PATTERN_PACKAGE = "fire_and_forget"
 # The parts of the package that are function code (handlers with module state), not shared libraries.
-PATTERN_FUNCTION_PARTS = frozenset({"healing"})
+PATTERN_FUNCTION_PARTS = frozenset({"healing", "callbacks"})
 # What the Lambda runtime reports when an invocation reaches its function's timeout (invocation-retries.html);
 # Step Functions' own documentation names the same case Lambda.Unknown, and the workflows retry both.
 TIMED_OUT_ERROR = "Sandbox.Timedout"
@@ -88,7 +88,8 @@ class LambdaRuntime:
         self._hang_lock = threading.Condition()
         self.log_lines: list[dict[str, Any]] = []
         self.metric_documents: list[dict[str, Any]] = []
-        self._pattern_asset: Path | None = None  # the asset the pattern's own function modules were last imported for
+        # the asset each of the pattern's own function parts (healing, callbacks) was last imported for
+        self._pattern_assets: dict[str, Path] = {}
 
     @property
     def task_names(self) -> dict[str, str]:
@@ -244,11 +245,13 @@ class LambdaRuntime:
         asset = self._assets[function.code["S3Key"]]
         module_name, attribute = function.handler.rsplit(".", 1)
         _use_asset(asset, module_name.split(".")[0])
-        if module_name.startswith(f"{PATTERN_PACKAGE}.") and asset != self._pattern_asset:
-            # A cold start: the pattern's functions (the Reconciler, the Redriver) read their Logger's and Metrics'
-            # names from the environment at import, which differs from one pipeline's functions to another's.
-            _forget_pattern_functions()
-            self._pattern_asset = asset
+        part = module_name.split(".")[1] if module_name.startswith(f"{PATTERN_PACKAGE}.") else None
+        if part in PATTERN_FUNCTION_PARTS and self._pattern_assets.get(part) != asset:
+            # A cold start: the pattern's functions (the Reconciler, the Redriver, a callback entry point) read their
+            # Logger's and Metrics' names from the environment at import, which differs from one function to
+            # another's, and from whatever imported the module before this rehearsal (a test).
+            _forget_pattern_functions(part)
+            self._pattern_assets[part] = asset
         handler = getattr(importlib.import_module(module_name), attribute)
         function_output.route_log_handlers()  # the loggers its import created write to its invocations' output too
         return handler
@@ -292,10 +295,10 @@ def _packages_of(asset: Path) -> frozenset[str]:
     return frozenset(path.name for path in asset.iterdir() if path.is_dir())
 
 
-def _forget_pattern_functions() -> None:
-    """Drop the pattern's function modules (every part but `runtime`, which the rehearsal shares with the
+def _forget_pattern_functions(part: str) -> None:
+    """Drop the modules of one of the pattern's function parts (never `runtime`, which the rehearsal shares with the
     handlers), so that the next import runs their module code again, as a new execution environment does."""
     for name in list(sys.modules):
         parts = name.split(".")
-        if parts[0] == PATTERN_PACKAGE and len(parts) > 1 and parts[1] in PATTERN_FUNCTION_PARTS:
+        if parts[0] == PATTERN_PACKAGE and len(parts) > 1 and parts[1] == part:
             del sys.modules[name]

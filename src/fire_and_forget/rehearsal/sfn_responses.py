@@ -1,5 +1,5 @@
-"""Step Functions' answers where moto's differ from AWS's: the stopDate of a timed-out execution, and listings that
-never see an execution half created.
+"""Step Functions' answers where moto's differ from AWS's: the stopDate of a timed-out execution, listings that
+never see an execution half created, and SendTaskFailure's cause.
 
 DescribeExecution and ListExecutions give `stopDate` for every execution that is no longer running
 (API_DescribeExecution.html: "If the execution ended, the date the execution stopped"; API_ExecutionListItem.html).
@@ -9,6 +9,9 @@ stopped executions by stopDate, so without it a lost event of a timed-out execut
 moto registers a new execution before it sets its status, so a ListExecutions on another thread (the rehearsal's
 pipe starts executions while the demo counts the running ones) can meet one whose status is not set yet and fail
 with AttributeError. StartExecution and ListExecutions take one lock here: a listing sees an execution whole.
+
+SendTaskFailure takes an error and a cause, and the failed task reports both (API_SendTaskFailure.html); moto 5.2.5's
+request handler passes the error on and drops the cause, so a Catch downstream would see none.
 
 And two shortcuts that change no answer, for the rehearsal's speed: a stopped execution's history is serialized once
 (install_history_cache), and the rehearsal's own probes read histories from the emulator (execution_history).
@@ -23,6 +26,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
+from moto.core.responses import EmptyResult
 from moto.stepfunctions.parser.api import ExecutionStatus
 from moto.stepfunctions.responses import StepFunctionResponse, get_backend
 
@@ -31,10 +35,19 @@ _EXECUTIONS = threading.Lock()
 
 
 def install_stop_dates() -> Callable[[], None]:
-    """Add the missing stopDate to both answers and the lock; returns the function that puts moto's back."""
+    """Add the missing stopDate to both answers, the lock and the cause; returns the function that puts moto's
+    back."""
     original_describe = StepFunctionResponse.describe_execution
     original_list = StepFunctionResponse.list_executions
     original_start = StepFunctionResponse.start_execution
+    original_failure = StepFunctionResponse.send_task_failure
+
+    def send_task_failure(self: StepFunctionResponse) -> Any:
+        # The interpreter's backend (moto's stepfunctions.parser) takes the cause; the type moto declares does not.
+        backend: Any = self.stepfunction_backend
+        backend.send_task_failure(self._get_param("taskToken"), error=self._get_param("error"),
+                                  cause=self._get_param("cause"))
+        return EmptyResult()
 
     def start_execution(self: StepFunctionResponse) -> Any:
         with _EXECUTIONS:
@@ -60,11 +73,13 @@ def install_stop_dates() -> Callable[[], None]:
     StepFunctionResponse.describe_execution = describe_execution  # type: ignore[method-assign]
     StepFunctionResponse.list_executions = list_executions  # type: ignore[method-assign]
     StepFunctionResponse.start_execution = start_execution  # type: ignore[method-assign]
+    StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
 
     def uninstall() -> None:
         StepFunctionResponse.describe_execution = original_describe  # type: ignore[method-assign]
         StepFunctionResponse.list_executions = original_list  # type: ignore[method-assign]
         StepFunctionResponse.start_execution = original_start  # type: ignore[method-assign]
+        StepFunctionResponse.send_task_failure = original_failure  # type: ignore[method-assign]
 
     return uninstall
 

@@ -1,10 +1,14 @@
 """Work done by someone else, hours later: the task token a `.waitForTaskToken` Task hands out, kept in our own table
 under the work's key, and the answers that come back for it (docs/construct.md, "A step done by someone else").
 
-The token never leaves the account. The task that hands the work over stores it with `hand_over`, and the party
-doing the work answers by the key ("order 42 was picked up") through the pattern's entry point, which turns the answer
-into SendTaskSuccess, SendTaskFailure or SendTaskHeartbeat. Each wait is one row, and its status says what an answer
-for it does:
+The token never leaves the account. The task that hands the work over stores it with `hand_over`, which returns the
+hand-over's request id (a digest of the token) for the task to send with the work; the party doing the work answers
+by the key and that request id ("job 42, request 9f3c..., is done") through the pattern's entry point, which
+turns the answer into SendTaskSuccess, SendTaskFailure or SendTaskHeartbeat. Each key has one row, the wait handed
+over last, and what an answer does depends on it:
+
+- another request id: the answer is for a hand-over a newer one replaced (a retried task, or a redriven execution,
+  handed the same work over again). It is refused, so that it never reaches the wait it was not meant for.
 
 - WAITING: the first success or failure is claimed on the row (a conditional write), then sent. A heartbeat is sent.
 - ANSWERED, with the same answer: a repeat, which does nothing (it is sent again if its first sending failed).
@@ -33,6 +37,7 @@ KEY_ATTRIBUTE = "key"
 # SendTaskHeartbeat: TaskTimedOut "the task token has either expired or the task associated with the token has
 # already been closed"; InvalidToken; TaskDoesNotExist). Whichever of the three it is, the wait is over.
 CLOSED_TOKEN_CODES = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
+REQUEST_ID_LENGTH = 32  # hex digits of the token's SHA-256 kept as the hand-over's request id
 # A row outlives its wait by this long (TTL), so that a late or repeated answer still finds it and is told why.
 KEPT_AFTER_TIMEOUT_SECONDS = 7 * 24 * 3600
 # Step Functions' limits for SendTaskFailure's error and cause (API_SendTaskFailure.html).
@@ -60,14 +65,16 @@ class Verdict(StrEnum):
     UNKNOWN = "unknown"  # no wait under this key
     CONFLICT = "conflict"  # the wait was answered before, differently
     CLOSED = "closed"  # the wait is over (timed out, or its execution ended): the workflow has dealt with it
+    SUPERSEDED = "superseded"  # for a hand-over of this key that a newer one replaced
 
 
 @dataclass(frozen=True)
 class Answer:
-    """One answer for the wait under `key`: success with its output, failure with an error name and cause, or a
-    heartbeat (still working)."""
+    """One answer for the wait under `key` that hand-over `request` started: success with its output, failure with
+    an error name and cause, or a heartbeat (still working)."""
 
     key: str
+    request: str
     kind: AnswerKind
     output: Mapping[str, Any] | None = None
     error: str | None = None
@@ -76,6 +83,8 @@ class Answer:
     def __post_init__(self) -> None:
         if not self.key:
             raise ValueError("an answer names the key of the work it answers for")
+        if not self.request:
+            raise ValueError("an answer names the request it answers (the id the hand-over sent with the work)")
         if self.kind is AnswerKind.FAILURE and not self.error:
             raise ValueError("a failure names its error (the name the workflow's Catch sees)")
         if self.error is not None and len(self.error) > MAX_ERROR:
@@ -113,20 +122,24 @@ class CallbackWaits:
 
     # -- the task that hands the work over ---------------------------------------------------------------------
 
-    def hand_over(self, key: str, token: str, execution_arn: str, state: str, timeout_seconds: int) -> None:
-        """Keep `token` as the one that answers for `key`: a new attempt of the task, or a new execution of the same
-        work, replaces the wait (an answer goes to the task that waits now)."""
+    def hand_over(self, key: str, token: str, execution_arn: str, state: str, timeout_seconds: int) -> str:
+        """Keep `token` as the one that answers for `key` and return the request id to send with the work: a new
+        attempt of the task, or a new execution of the same work, replaces the wait, and only answers with the new
+        request id reach it."""
         now = int(self._clock())
+        request = request_id(token)
         with aws_errors_as_transient("record the task token"):
             self._dynamodb.put_item(TableName=self._table, Item={
                 KEY_ATTRIBUTE: {"S": key},
                 "token": {"S": token},
+                "request": {"S": request},
                 "status": {"S": WaitStatus.WAITING.value},
                 "executionArn": {"S": execution_arn},
                 "state": {"S": state},
                 "handedOverAt": {"N": str(now)},
                 "expiresAt": {"N": str(now + timeout_seconds + KEPT_AFTER_TIMEOUT_SECONDS)},
             })
+        return request
 
     # -- the entry point ---------------------------------------------------------------------------------------
 
@@ -135,6 +148,9 @@ class CallbackWaits:
         row = self._row(answer.key)
         if row is None:
             return Reply(Verdict.UNKNOWN, answer.key, "no work is waiting under this key")
+        if row.get("request", {}).get("S") != answer.request:
+            return Reply(Verdict.SUPERSEDED, answer.key, "this key waits for another request now: the work was "
+                                                         "handed over again, answer the latest request")
         status = WaitStatus(row["status"]["S"])
         if status is WaitStatus.CLOSED:
             return self._closed(answer.key, row)
@@ -228,3 +244,8 @@ class CallbackWaits:
             item: dict[str, Any] | None = self._dynamodb.get_item(
                 TableName=self._table, Key={KEY_ATTRIBUTE: {"S": key}}, ConsistentRead=True).get("Item")
         return item
+
+
+def request_id(token: str) -> str:
+    """The id a hand-over sends with the work: it names the wait without giving the token away."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()[:REQUEST_ID_LENGTH]

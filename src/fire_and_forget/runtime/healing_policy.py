@@ -3,11 +3,12 @@ workflow's failure tail (its announce-or-wait Choice, generated from the same in
 
 A failure is *transient by class* when the state that failed retries its error name (the workflow's own Retry
 lists them: the construct reads them from the definition), or when the failure tail itself could not finish (the
-failure DLQ or the alerts topic refusing), or when the execution timed out. Such a record goes back to the source
-queue by itself after a cool-off, at most `max_attempts` times. Never: a business error (any error the failed
-state does not retry), a record flagged for manual repair (a compensation failed), an aborted execution (a person
-stopped it on purpose). A transient record the redrive cannot send back (its message would break an SQS limit once the
-redrive adds its two attributes) needs a person at once: `classify` reads that from the record itself.
+failure DLQ or the alerts topic refusing), or when a task or the execution timed out (a missed heartbeat included).
+Such a record goes back to the source queue by itself after a cool-off, at most `max_attempts` times. Never: a
+business error (any error the failed state does not retry), a record flagged for manual repair (a compensation
+failed), an aborted execution (a person stopped it on purpose). A transient record the redrive cannot send back (its
+message would break an SQS limit once the redrive adds its two attributes) needs a person at once: `classify` reads
+that from the record itself.
 
 Imports nothing but the standard library and the runtime's own modules.
 """
@@ -35,6 +36,12 @@ HEALING_ATTRIBUTES = (ATTEMPT_ATTRIBUTE, FIRST_MESSAGE_ATTRIBUTE)
 MAX_MESSAGE_ATTRIBUTES = 10
 SQS_MAX_MESSAGE_BYTES = 1_048_576  # any queue's largest MaximumMessageSize
 TIMEOUT_ERROR = "States.Timeout"
+# A Task that went without a heartbeat for HeartbeatSeconds. Step Functions' error names list both for it
+# (concepts-error-handling.html: States.Timeout "ran longer than the TimeoutSeconds value, or failed to send a
+# heartbeat for a period longer than the HeartbeatSeconds value"; States.HeartbeatTimeout, the narrower name), and
+# moto reports States.Timeout: whichever a task fails with, the policy reads it as a timeout.
+HEARTBEAT_TIMEOUT_ERROR = "States.HeartbeatTimeout"
+TIMEOUT_ERRORS = (TIMEOUT_ERROR, HEARTBEAT_TIMEOUT_ERROR)
 # The alert subject `[<env>] <title> <verb> in <state>`, bounded at synth (the construct) and at run time (the
 # Reconciler). SNS: "Subjects must be ASCII text ... and must be less than 100 characters long" (API_Publish).
 MAX_SUBJECT = 99
@@ -109,7 +116,7 @@ class HealingPolicy:
     def is_transient(self, *, state: str | None, error: str | None, status: str = "FAILED") -> bool:
         if status == "ABORTED":
             return False
-        if status == "TIMED_OUT" or error == TIMEOUT_ERROR or state in TAIL_TASK_STATES:
+        if status == "TIMED_OUT" or error in TIMEOUT_ERRORS or state in TAIL_TASK_STATES:
             return True
         return error is not None and state is not None and error in self.transient_errors.get(state, frozenset())
 
