@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from tests.permissions.architecture import lambda_policy
 from tests.permissions.checks import SQS_SEND_KEY, TLS, Check, kms_via
+from tests.permissions.resolver import arn
 from tests.permissions.shapes import CheckShapes
 
 ENTRY_POINT = "CarrierAnswersEntryPointFunction"
@@ -91,9 +92,14 @@ class CallbackEdges(CheckShapes):
             self.role_call(edge, role, action, None, "*", negatives=False)
         for machine in self.a.of_type("AWS::StepFunctions::StateMachine"):
             machine_arn = self.a.att(machine, "Ref")
+            execution = machine_arn.replace(":stateMachine:", ":execution:") + ":exec-1"
             self.denied(edge, role, "states:StartExecution", machine_arn, "the entry point only answers")
-            self.denied(edge, role, "states:StopExecution", machine_arn.replace(":stateMachine:", ":execution:")
-                        + ":exec-1", "the entry point only answers")
+            self.denied(edge, role, "states:StopExecution", execution, "the entry point only answers")
+            # An answer whose sending had no clear outcome is judged by the history of the execution that waits.
+            self.role_call(f"entry point {function} reads the history of {machine}'s executions", role,
+                           "states:GetExecutionHistory", None, execution)
+        self.denied(edge, role, "states:GetExecutionHistory", arn("states", "execution:AnotherStateMachine:exec-1"),
+                    "another state machine's executions")
 
     def _hand_over(self, function: str) -> None:
         role = self.a.lid(self.a.props(function)["Role"])

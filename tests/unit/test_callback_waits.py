@@ -5,12 +5,14 @@ expired or the task associated with the token has already been closed"), a heart
 (API_SendTaskHeartbeat.html), an unknown token is InvalidToken.
 
 The chosen cases first, then the interleavings: hand-overs (a retried task, a redriven execution), answers to any
-request ever sent, repeated or different, Step Functions throttling or the task timing out in between. The accounting
+request ever sent, repeated or different, Step Functions throttling, a call to it or to DynamoDB taking effect with
+its response lost, or the task timing out in between. The accounting
 is the fake Step Functions' own (what each token received) and the requests this module handed out, none of it read
 from the table: checked after every step, no token takes two outcomes, an outcome reaches only the token of the
-request it answers, and every DELIVERED verdict is one the token received.
+request it answers, every DELIVERED verdict is one the token received, and no answer is told CLOSED for a token that
+took an outcome (the history decides when Step Functions' "closed" cannot).
 
-Bounds: Hypothesis, 25 steps per run, `examples(60)` runs (five times as many in `make wide`).
+Bounds: Hypothesis, 25 steps per run, `examples(100)` runs (five times as many in `make wide`).
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ NOW = 1_900_000_000
 BOOKED = {"carrier": "booked"}
 
 
+LOST = "ResponseLost"  # in `fail_next`: the call takes effect, then fails for its caller with a 5xx
+
+
 def client_error(code: str, operation: str) -> ClientError:
     return ClientError({"Error": {"Code": code, "Message": code}}, operation)
 
@@ -59,6 +64,8 @@ class TaskTokens:
     outcomes: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
     heartbeats: dict[str, int] = field(default_factory=dict)
     fail_next: list[str] = field(default_factory=list)
+    lose_response: bool = False  # the call took effect, and its caller gets a 5xx
+    history_reads: int = 0
 
     def issue(self, token: str) -> None:
         self.open.add(token)
@@ -72,36 +79,106 @@ class TaskTokens:
         self._take(taskToken, "SendTaskSuccess")
         self.outcomes[taskToken].append(("success", json.loads(output)))
         self.open.discard(taskToken)
-        return {}
+        return self._answered("SendTaskSuccess")
 
     def send_task_failure(self, *, taskToken: str, error: str, cause: str) -> dict[str, Any]:
         self._take(taskToken, "SendTaskFailure")
         self.outcomes[taskToken].append(("failure", (error, cause)))
         self.open.discard(taskToken)
+        return self._answered("SendTaskFailure")
+
+    def _answered(self, operation: str) -> dict[str, Any]:
+        if self.lose_response:
+            self.lose_response = False
+            raise client_error("ServiceUnavailable", operation)
         return {}
 
     def send_task_heartbeat(self, *, taskToken: str) -> dict[str, Any]:
         self._take(taskToken, "SendTaskHeartbeat")
         self.heartbeats[taskToken] += 1
-        return {}
+        return self._answered("SendTaskHeartbeat")
 
     def _take(self, token: str, operation: str) -> None:
         if self.fail_next:
-            raise client_error(self.fail_next.pop(0), operation)
+            code = self.fail_next.pop(0)
+            if code != LOST:
+                raise client_error(code, operation)
+            self.lose_response = True
         if token not in self.outcomes:
             raise client_error("InvalidToken", operation)
         if token not in self.open:
             raise client_error("TaskTimedOut", operation)
+
+    def get_paginator(self, operation: str) -> Any:
+        """GetExecutionHistory's pages, as Step Functions writes a callback Task's events: TaskScheduled with the
+        token in its parameters, TaskStarted, then TaskSucceeded, TaskFailed or TaskTimedOut, each pointing back
+        (previousEventId). One execution holds every token here, in hand-over order."""
+        assert operation == "get_execution_history"
+        events: list[dict[str, Any]] = []
+        for token, outcomes in self.outcomes.items():
+            base = len(events) + 1
+            parameters = json.dumps({"FunctionName": "book", "Payload": {"taskToken": token}})
+            events += [
+                {"id": base, "type": "TaskStateEntered", "previousEventId": base - 1},
+                {"id": base + 1, "type": "TaskScheduled", "previousEventId": base,
+                 "taskScheduledEventDetails": {"resourceType": "lambda", "resource": "invoke.waitForTaskToken",
+                                               "parameters": parameters}},
+                {"id": base + 2, "type": "TaskStarted", "previousEventId": base + 1},
+            ]
+            for kind, payload in outcomes:
+                ending = ({"type": "TaskSucceeded", "taskSucceededEventDetails": {"output": json.dumps(payload)}}
+                          if kind == "success" else
+                          {"type": "TaskFailed", "taskFailedEventDetails": {"error": payload[0], "cause": payload[1]}})
+                events.append({"id": len(events) + 1, "previousEventId": base + 2, **ending})
+            if not outcomes and token not in self.open:
+                events.append({"id": len(events) + 1, "previousEventId": base + 2, "type": "TaskTimedOut"})
+        self.history_reads += 1
+
+        class Pages:
+            def paginate(self, **_: Any) -> list[dict[str, Any]]:
+                return [{"events": events[:3]}, {"events": events[3:]}]
+
+        return Pages()
+
+
+class LossyDynamoDB:
+    """The DynamoDB client, with faults to order: each operation named in `fail_next` fails with a 5xx and does
+    nothing; each named in `lose_next` takes effect, then fails for its caller with a 5xx (what a dropped connection
+    after the write looks like)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.fail_next: list[str] = []
+        self.lose_next: list[str] = []
+
+    def __getattr__(self, operation: str) -> Any:
+        call = getattr(self.client, operation)
+
+        def lossy(**kwargs: Any) -> Any:
+            if operation in self.fail_next:
+                self.fail_next.remove(operation)
+                raise client_error("ServiceUnavailable", operation)
+            response = call(**kwargs)
+            if operation in self.lose_next:
+                self.lose_next.remove(operation)
+                raise client_error("ServiceUnavailable", operation)
+            return response
+
+        return lossy
+
+
+def create_table(client: Any) -> None:
+    client.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
+                        AttributeDefinitions=[{"AttributeName": "key", "AttributeType": "S"}],
+                        KeySchema=[{"AttributeName": "key", "KeyType": "HASH"}])
 
 
 @pytest.fixture
 def dynamodb() -> Iterator[Any]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-                            AttributeDefinitions=[{"AttributeName": "key", "AttributeType": "S"}],
-                            KeySchema=[{"AttributeName": "key", "KeyType": "HASH"}])
-        yield client
+        create_table(client)
+        yield LossyDynamoDB(client)
 
 
 @pytest.fixture
@@ -249,6 +326,53 @@ def test_a_throttled_send_is_a_transient_error_and_the_same_answer_sent_again_is
     assert sfn.outcomes["token-1"] == [("success", BOOKED)]
 
 
+def test_a_delivery_whose_recording_was_lost_is_found_in_the_history_when_the_answer_comes_again(
+        waits: CallbackWaits, sfn: TaskTokens, dynamodb: LossyDynamoDB) -> None:
+    request = hand_over(waits, sfn, "token-1")
+    dynamodb.lose_next.append("update_item")  # the claim
+    with pytest.raises(TransientError):
+        waits.answer(success(request))
+    # The claim took effect; the same answer again is sent, and its delivery cannot be recorded
+    dynamodb.fail_next.append("update_item")
+    with pytest.raises(TransientError):
+        waits.answer(success(request))
+    assert sfn.outcomes["token-1"] == [("success", BOOKED)]
+
+    # Sent a third time: Step Functions says the token is closed, the history says by this very answer
+    assert waits.answer(success(request)).verdict is Verdict.DELIVERED
+    assert sfn.history_reads == 1
+    assert (row(dynamodb)["status"]["S"], row(dynamodb)["delivered"]["BOOL"]) == ("ANSWERED", True)
+    assert waits.answer(success(request)).verdict is Verdict.REPEATED
+    assert sfn.outcomes["token-1"] == [("success", BOOKED)]
+
+
+def test_a_send_whose_response_was_lost_is_delivered_once_when_the_answer_comes_again(
+        waits: CallbackWaits, sfn: TaskTokens) -> None:
+    request = hand_over(waits, sfn, "token-1")
+    declined = Answer(KEY, request, AnswerKind.FAILURE, error="CarrierDeclined", cause="no slot")
+    sfn.fail_next.append(LOST)
+
+    with pytest.raises(TransientError):  # botocore's own retry meets the closed token the same way
+        waits.answer(declined)
+
+    assert waits.answer(declined).verdict is Verdict.DELIVERED
+    assert sfn.outcomes["token-1"] == [("failure", ("CarrierDeclined", "no slot"))]
+
+
+def test_a_claimed_answer_whose_task_timed_out_before_it_was_sent_is_closed(
+        waits: CallbackWaits, sfn: TaskTokens, dynamodb: LossyDynamoDB) -> None:
+    request = hand_over(waits, sfn, "token-1")
+    sfn.fail_next.append("ThrottlingException")
+    with pytest.raises(TransientError):
+        waits.answer(success(request))
+    sfn.time_out("token-1")
+
+    assert waits.answer(success(request)).verdict is Verdict.CLOSED
+    assert sfn.history_reads == 1  # the history said TaskTimedOut, not this answer
+    assert row(dynamodb)["status"]["S"] == "CLOSED"
+    assert sfn.outcomes["token-1"] == []
+
+
 def test_two_different_answers_racing_for_one_wait_deliver_one_and_refuse_the_other(
         dynamodb: Any, sfn: TaskTokens) -> None:
     # The second answer reads the row while it is WAITING; the first claims it before the second's claim.
@@ -310,14 +434,15 @@ class WaitsInterleavings(RuleBasedStateMachine):
         super().__init__()
         self.mock = mock_aws()
         self.mock.start()
-        self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        self.dynamodb.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-                                   AttributeDefinitions=[{"AttributeName": "key", "AttributeType": "S"}],
-                                   KeySchema=[{"AttributeName": "key", "KeyType": "HASH"}])
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client)
+        self.dynamodb = LossyDynamoDB(client)
         self.sfn = TaskTokens()
         self.waits = CallbackWaits(self.dynamodb, TABLE, self.sfn, clock=lambda: NOW)
         self.tokens: list[str] = []  # in hand-over order
         self.requests: dict[str, str] = {}  # request id handed out -> its token
+        self.latest: str | None = None  # the request of the last hand-over, if it returned one
+        self.last: tuple[int, AnswerKind, int] | None = None  # the last answer's (pick, kind, variant)
         self.delivered: list[tuple[str, str, Any]] = []  # (token, kind, payload) of every DELIVERED verdict
 
     def teardown(self) -> None:
@@ -330,21 +455,50 @@ class WaitsInterleavings(RuleBasedStateMachine):
             self.sfn.time_out(self.tokens[-1])  # a new hand-over comes after the old wait ended
         self.sfn.issue(token)
         self.tokens.append(token)
-        self.requests[self.waits.hand_over(KEY, token, EXECUTION, "BookCarrier", 3600)] = token
+        replaced = "put_item" not in self.dynamodb.fail_next  # fail_next strikes first: nothing written
+        try:
+            self.latest = self.waits.hand_over(KEY, token, EXECUTION, "BookCarrier", 3600)
+            self.requests[self.latest] = token
+        except TransientError:
+            # The task failed before it sent the work: Step Functions closes its token. If the row was replaced
+            # (the response lost), no request anybody holds is the one waiting; if not, the last one still is.
+            self.sfn.time_out(token)
+            if replaced:
+                self.latest = None
 
     @rule()
     def time_out(self) -> None:
         if self.tokens:
             self.sfn.time_out(self.tokens[-1])
 
-    @rule(code=st.sampled_from(["ThrottlingException", "ServiceUnavailable"]))
-    def throttle_next_call(self, code: str) -> None:
+    @rule(code=st.sampled_from(["ThrottlingException", "ServiceUnavailable", LOST]))
+    def fail_next_step_functions_call(self, code: str) -> None:
         self.sfn.fail_next.append(code)
 
-    @rule(pick=st.integers(0, 8), kind=st.sampled_from(list(AnswerKind)), variant=st.integers(0, 1))
-    def answer(self, pick: int, kind: AnswerKind, variant: int) -> None:
+    @rule(operation=st.sampled_from(["put_item", "get_item", "update_item"]), lost=st.booleans())
+    def fail_next_dynamodb_call(self, operation: str, lost: bool) -> None:
+        (self.dynamodb.lose_next if lost else self.dynamodb.fail_next).append(operation)
+
+    @rule()
+    def send_the_last_answer_again(self) -> None:
+        """What a party does after a 503 (or a lost reply): the same answer again."""
+        if self.last is not None:
+            self.answer(*self.last)
+
+    @rule(pick=st.integers(0, 8), kind=st.sampled_from(list(AnswerKind)), variant=st.integers(0, 1),
+          retries=st.integers(0, 2))
+    def answer(self, pick: int, kind: AnswerKind, variant: int, retries: int = 0) -> None:
+        """One answer; on a 503 the party sends it again, up to `retries` times at once."""
         if not self.requests:
             return
+        self.last = (pick, kind, variant)
+        for _ in range(retries):
+            if not self._answer_once(pick, kind, variant):
+                return
+        self._answer_once(pick, kind, variant)
+
+    def _answer_once(self, pick: int, kind: AnswerKind, variant: int) -> bool:
+        """Send the answer and judge the verdict; False when it got one, True on a 503."""
         request = list(self.requests)[pick % len(self.requests)]
         token = self.requests[request]
         answer = Answer(KEY, request, kind, output=OUTPUTS[variant] if kind is AnswerKind.SUCCESS else None,
@@ -353,18 +507,23 @@ class WaitsInterleavings(RuleBasedStateMachine):
         try:
             verdict = self.waits.answer(answer).verdict
         except TransientError:
-            return
+            return True
         after = self.sfn.outcomes[token], self.sfn.heartbeats[token]
         if verdict is Verdict.DELIVERED:
             payload = answer.output if kind is AnswerKind.SUCCESS else (answer.error, "")
             self.delivered.append((token, kind.value, payload))
-            assert after != before, "DELIVERED, and Step Functions received nothing"
-            if kind is not AnswerKind.HEARTBEAT:
-                assert self.sfn.outcomes[token][-1] == (kind.value, payload)
+            if kind is AnswerKind.HEARTBEAT:
+                assert after[1] == before[1] + 1, "DELIVERED, and Step Functions received no heartbeat"
+            else:
+                # this answer reached the token, now or when an earlier sending of it lost its response
+                assert self.sfn.outcomes[token] == [(kind.value, payload)], "DELIVERED, and not this outcome"
         else:
             assert after == before, f"{verdict}, and Step Functions received something"
-        if request != next(r for r, t in self.requests.items() if t == self.tokens[-1]):
+        if verdict is Verdict.CLOSED:
+            assert self.sfn.outcomes[token] == [], "CLOSED, and the token had taken an outcome"
+        if request != self.latest:
             assert verdict is Verdict.SUPERSEDED
+        return False
 
     @invariant()
     def no_token_takes_two_outcomes(self) -> None:
@@ -384,5 +543,5 @@ class WaitsInterleavings(RuleBasedStateMachine):
 
 def test_no_interleaving_delivers_two_outcomes_or_an_answer_to_another_request() -> None:
     run_state_machine_as_test(WaitsInterleavings, settings=settings(
-        max_examples=examples(60), stateful_step_count=25, deadline=None,
+        max_examples=examples(100), stateful_step_count=25, deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))

@@ -213,6 +213,30 @@ def test_a_second_confirmation_of_the_same_booking_changes_nothing(aws: Rehearsa
     assert account(aws, [message_id]).fates[message_id].place is Place.SUCCEEDED
 
 
+def test_a_confirmation_whose_delivery_went_unrecorded_is_recognised_in_the_history_when_sent_again(
+        aws: Rehearsal) -> None:
+    message_id, body = send_order(aws)
+    aws.run()
+    carrier = Carrier(aws)
+    carrier.run_for(6)
+    assert only(aws.executions()).status == "SUCCEEDED"
+    # Given the delivery delivered but not recorded (the recording's write failed after SendTaskSuccess went through)
+    aws.dynamodb.update_item(TableName=aws.outputs["CarrierAnswersWaitsTableName"],
+                             Key={"key": {"S": body["orderId"]}}, UpdateExpression="SET delivered = :false",
+                             ExpressionAttributeValues={":false": {"BOOL": False}})
+    confirmation = {"answer": "success", "output": {"carrier": "booked", "pickupSlot": f"slot-{body['orderId']}"}}
+
+    # When the carrier, told 503, sends the same confirmation again: Step Functions says the token is closed
+    again = carrier.answer(carrier.requests[0][1], confirmation)
+
+    # Then the execution's history shows BookCarrier ended with this very answer: delivered, not refused
+    assert (again.status, again.verdict) == (200, "delivered")
+    assert wait_row(aws, body["orderId"])["delivered"] is True
+    aws.metrics.publish()
+    assert evaluate(aws, alarms(aws)["CarrierAnswersAnswersRefused"], at=aws.now()).state == "OK"
+    assert account(aws, [message_id]).fates[message_id].place is Place.SUCCEEDED
+
+
 def test_a_different_answer_after_the_first_is_refused_as_a_conflict(aws: Rehearsal) -> None:
     _, body = send_order(aws)
     aws.run()

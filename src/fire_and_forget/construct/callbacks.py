@@ -22,6 +22,7 @@ from constructs import Construct
 
 from fire_and_forget.construct.code import callback_code
 from fire_and_forget.construct.compliance import acknowledge
+from fire_and_forget.construct.healing import executions_of
 from fire_and_forget.construct.pipeline import FireAndForgetPipeline
 from fire_and_forget.construct.settings import PipelineSettings
 from fire_and_forget.construct.task_resources import encrypted_table, task_function
@@ -37,6 +38,7 @@ HAND_OVER_ACTIONS = ("dynamodb:PutItem",)
 # DynamoDB asks KMS on the caller's behalf for a table under the customer-managed key.
 KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 TASK_ANSWERS = ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")
+HISTORY_ACTION = "states:GetExecutionHistory"
 
 
 class CallbackEntryPoint(Construct):
@@ -92,10 +94,17 @@ class CallbackEntryPoint(Construct):
         # writes) would match only where AWS evaluates them against the state machine after all. "*" holds under both
         # readings; what bounds the entry point is that it only sends tokens its waits table holds.
         self.function.add_to_role_policy(iam.PolicyStatement(actions=list(TASK_ANSWERS), resources=["*"]))
-        acknowledge(self.function.role or self.function, "AwsSolutions-IAM5[Resource::*]",
+        role = self.function.role or self.function
+        acknowledge(role, "AwsSolutions-IAM5[Resource::*]",
                     "Only xray:PutTraceSegments and xray:PutTelemetryRecords, and states:SendTaskSuccess, "
                     "SendTaskFailure and SendTaskHeartbeat, none of which supports resource-level scoping (Service "
                     "Authorization Reference); the tokens it answers are those of its own waits table.")
+        # An answer whose sending had no clear outcome (a lost response, then "closed") is judged by the execution's
+        # history: did the wait end with this answer? (runtime/callbacks.py)
+        executions, finding = executions_of(pipeline.state_machine)
+        self.function.add_to_role_policy(iam.PolicyStatement(actions=[HISTORY_ACTION], resources=[executions]))
+        acknowledge(role, finding, "The executions of this one state machine: their names are generated per "
+                                   "message, so no narrower ARN exists for GetExecutionHistory.")
         refused = cw.Metric(namespace=self.metrics_namespace, metric_name=REFUSED_METRIC,
                             dimensions_map={"service": self.service}, statistic="Sum", period=Duration.minutes(5))
         runbook = runbook_url or pipeline.props.settings.runbook_url

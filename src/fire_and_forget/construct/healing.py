@@ -189,11 +189,7 @@ class Healing(Construct):
         return function
 
     def _grant_reconciler(self, r: HealedResources) -> None:
-        stack = Stack.of(self)
-        # Executions are named arn:...:execution:<state machine name>:<execution name>.
-        machine_name = stack.split_arn(r.state_machine.state_machine_arn, ArnFormat.COLON_RESOURCE_NAME).resource_name
-        executions = stack.format_arn(service="states", resource="execution", resource_name=f"{machine_name}:*",
-                                      arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        executions, finding = executions_of(r.state_machine)
         self.reconciler.add_to_role_policy(iam.PolicyStatement(
             actions=["states:DescribeExecution", "states:GetExecutionHistory"], resources=[executions]))
         self.reconciler.add_to_role_policy(iam.PolicyStatement(
@@ -210,9 +206,7 @@ class Healing(Construct):
                 resources=[fn.function_arn for _step, _state, fn in r.compensations]))
         assert self.reconciler.role is not None
         acknowledge(
-            self.reconciler.role, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
-            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
-            f'{_logical_ref(r.state_machine)}"}}]}}]}}:*]',
+            self.reconciler.role, finding,
             "The executions of this one state machine: their names are generated per message, so no narrower ARN "
             "exists for DescribeExecution and GetExecutionHistory.",
         )
@@ -266,6 +260,19 @@ class InvokeUnqualified(scheduler_targets.LambdaInvoke):
 def rate_expression(minutes: int) -> str:
     """`rate(N minutes)`, singular for 1 (schedule-types.html: Scheduler refuses `rate(1 minutes)`)."""
     return f"rate({minutes} {'minute' if minutes == 1 else 'minutes'})"
+
+
+def executions_of(state_machine: sfn.StateMachine) -> tuple[str, str]:
+    """The ARN of every execution of `state_machine` (arn:...:execution:<state machine name>:*), and the cdk-nag
+    AwsSolutions-IAM5 finding a statement on it raises (execution names are generated: nothing narrower exists)."""
+    stack = Stack.of(state_machine)
+    machine_name = stack.split_arn(state_machine.state_machine_arn, ArnFormat.COLON_RESOURCE_NAME).resource_name
+    executions = stack.format_arn(service="states", resource="execution", resource_name=f"{machine_name}:*",
+                                  arn_format=ArnFormat.COLON_RESOURCE_NAME)
+    finding = ("AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+               '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
+               f'{_logical_ref(state_machine)}"}}]}}]}}:*]')
+    return executions, finding
 
 
 def _logical_ref(resource: IConstruct) -> str:

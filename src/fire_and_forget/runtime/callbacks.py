@@ -207,10 +207,13 @@ class CallbackWaits:
                 else:
                     self._sfn.send_task_heartbeat(taskToken=token)
         except ClientError as error:
-            if error_code(error) in CLOSED_TOKEN_CODES:
+            if error_code(error) not in CLOSED_TOKEN_CODES:
+                raise
+            if answer.kind is AnswerKind.HEARTBEAT or not self._ended_with(answer, row):
                 self._close(answer.key, token)
                 return self._closed(answer.key, row)
-            raise
+            # An earlier sending of this claimed answer reached Step Functions (its response was lost, or the
+            # delivery could not be recorded): the token is closed because of it.
         if answer.kind is not AnswerKind.HEARTBEAT:
             with aws_errors_as_transient("record the delivery"):
                 self._dynamodb.update_item(
@@ -220,6 +223,40 @@ class CallbackWaits:
                     ExpressionAttributeValues={":true": {"BOOL": True}, ":token": {"S": token}},
                 )
         return Reply(Verdict.DELIVERED, answer.key, f"{answer.kind.value} delivered to {row['state']['S']}")
+
+    def _ended_with(self, answer: Answer, row: Mapping[str, Any]) -> bool:
+        """Whether the task that handed out the row's token ended with `answer`, by the execution's history: the
+        TaskScheduled whose parameters hold the token, and the TaskSucceeded or TaskFailed that follows it
+        (previousEventId leads back to it). A closed token says "expired or already closed", not which."""
+        token = row["token"]["S"]
+        with aws_errors_as_transient("read the execution's history"):
+            pages = self._sfn.get_paginator("get_execution_history").paginate(
+                executionArn=row["executionArn"]["S"], includeExecutionData=True)
+            events = {event["id"]: event for page in pages for event in page["events"]}
+        scheduled = {event_id for event_id, event in events.items() if event["type"] == "TaskScheduled"
+                     and token in (event.get("taskScheduledEventDetails") or {}).get("parameters", "")}
+        for event in events.values():
+            ending = event["type"] in ("TaskSucceeded", "TaskFailed")
+            if not ending or self._scheduled_by(event, events) not in scheduled:
+                continue
+            if event["type"] == "TaskSucceeded":
+                output = (event.get("taskSucceededEventDetails") or {}).get("output") or "{}"
+                return answer.kind is AnswerKind.SUCCESS and json.loads(output) == (answer.output or {})
+            details = event.get("taskFailedEventDetails") or {}
+            return answer.kind is AnswerKind.FAILURE and details.get("error") == answer.error
+        return False
+
+    @staticmethod
+    def _scheduled_by(event: Mapping[str, Any], events: Mapping[int, Mapping[str, Any]]) -> int | None:
+        """The TaskScheduled event a task's ending event follows from (through TaskStarted, TaskSubmitted)."""
+        current = event
+        while current.get("previousEventId") in events:
+            current = events[current["previousEventId"]]
+            if current["type"] == "TaskScheduled":
+                return int(current["id"])
+            if not current["type"].startswith("Task") or current["type"].endswith("StateEntered"):
+                return None
+        return None
 
     def _close(self, key: str, token: str) -> None:
         """The token will take no answer: say so on the row, unless a newer wait has replaced it meanwhile."""
