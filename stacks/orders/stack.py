@@ -47,14 +47,19 @@ def carrier_timeout_seconds() -> int:
     return seconds
 
 
-def check_carrier_wait(config: AppConfig) -> None:
-    """The execution must outlast BookCarrier's wait, or it would time out, uncaught, while the carrier still has
-    time: refused with the key to raise (the construct's own check would say it in the workflow's terms)."""
-    wait_minutes = -(-carrier_timeout_seconds() // 60)
-    if config.execution_timeout_minutes <= wait_minutes:
+# What the rest of the saga gets besides the carrier's wait: the execution timeout it has without the step.
+REST_OF_THE_SAGA_MINUTES = 60
+
+
+def check_carrier_wait(config: AppConfig, wait_seconds: int) -> None:
+    """The execution must outlast BookCarrier's wait (`wait_seconds`) and leave the rest of the saga its hour, or it
+    would time out, uncaught, while the carrier still has time: refused with the key to raise (the construct's own
+    check would say it in the workflow's terms, and only for the wait itself)."""
+    wait_minutes = -(-wait_seconds // 60)
+    if config.execution_timeout_minutes < wait_minutes + REST_OF_THE_SAGA_MINUTES:
         raise ConfigError([
             f"ff:executionTimeoutMinutes: must be longer than the {wait_minutes} minutes ff:carrierConfirmation "
-            f"waits for the carrier (BookCarrier's TimeoutSeconds), {wait_minutes + 60} or more "
+            f"waits for the carrier (BookCarrier's TimeoutSeconds), {wait_minutes + REST_OF_THE_SAGA_MINUTES} or more "
             f"(got {config.execution_timeout_minutes})"])
 
 
@@ -70,11 +75,12 @@ class OrderStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        carrier_wait = carrier_timeout_seconds()
         if config.carrier_confirmation:
-            check_carrier_wait(config)
+            check_carrier_wait(config, carrier_wait)
         # One key for the tables and the pipeline's queues and topic: the orders hold addresses and payment tokens.
         key = MessagingKey(self, "MessagingKey", settings=config).key
-        tasks = SagaTasks(self, "SagaTasks", config=config, key=key, carrier_timeout_seconds=carrier_timeout_seconds())
+        tasks = SagaTasks(self, "SagaTasks", config=config, key=key, carrier_timeout_seconds=carrier_wait)
         carrier = self._carrier_answers(config, tasks, key) if config.carrier_confirmation else None
         self.pipeline = FireAndForgetPipeline(
             self,

@@ -156,6 +156,18 @@ def test_the_carrier_step_needs_an_execution_that_outlasts_its_wait(tmp_path: Pa
         "carrier (BookCarrier's TimeoutSeconds), 2940 or more (got 60)"]
 
 
+@pytest.mark.parametrize(("minutes", "refused"), [(2880, True), (2939, True), (2940, False)])
+def test_the_carrier_step_leaves_the_rest_of_the_saga_its_hour(minutes: int, refused: bool) -> None:
+    from stacks.orders.stack import carrier_timeout_seconds, check_carrier_wait
+
+    config = AppConfig.from_context({"ff:carrierConfirmation": True, "ff:executionTimeoutMinutes": minutes})
+    if refused:
+        with pytest.raises(ConfigError, match=f"2940 or more \\(got {minutes}\\)"):
+            check_carrier_wait(config, carrier_timeout_seconds())
+    else:
+        check_carrier_wait(config, carrier_timeout_seconds())
+
+
 def test_cdk_own_context_keys_are_left_alone() -> None:
     context = {"cli-telemetry": False, "aws:cdk:enable-path-metadata": True, "@aws-cdk/core:checkSecretUsage": True}
     assert AppConfig.from_context(context) == AppConfig()

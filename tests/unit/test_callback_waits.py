@@ -99,15 +99,14 @@ class TaskTokens:
         return self._answered("SendTaskHeartbeat")
 
     def _take(self, token: str, operation: str) -> None:
-        if self.fail_next:
-            code = self.fail_next.pop(0)
-            if code != LOST:
-                raise client_error(code, operation)
-            self.lose_response = True
+        code = self.fail_next.pop(0) if self.fail_next else None
+        if code is not None and code != LOST:
+            raise client_error(code, operation)
         if token not in self.outcomes:
             raise client_error("InvalidToken", operation)
         if token not in self.open:
             raise client_error("TaskTimedOut", operation)
+        self.lose_response = code == LOST  # only a call that takes effect can lose its response
 
     def get_paginator(self, operation: str) -> Any:
         """GetExecutionHistory's pages, as Step Functions writes a callback Task's events: TaskScheduled with the

@@ -61,6 +61,10 @@ def carrier_wait_ended(execution: Execution, event_type: str) -> float:
     return (moment - events[0]["timestamp"]).total_seconds()
 
 
+def in_start_order(aws: Rehearsal) -> list[Execution]:
+    return sorted(aws.executions(), key=lambda e: e.history[0]["timestamp"])
+
+
 def duration(execution: Execution) -> float:
     return (execution.history[-1]["timestamp"] - execution.history[0]["timestamp"]).total_seconds()
 
@@ -145,7 +149,7 @@ def test_a_carrier_that_goes_silent_is_asked_again_three_times_then_the_order_is
 
     carrier.run_for(30)
 
-    executions = sorted(aws.executions(), key=lambda e: e.history[0]["timestamp"])
+    executions = in_start_order(aws)
     # HeartbeatSeconds is 6 hours: no answer and no heartbeat for that long, and the saga stops waiting. A missed
     # heartbeat is a timeout for the healing policy: recorded, redriven after its cool-off (the carrier is asked
     # again), and announced once the automatic attempts are spent.
@@ -263,7 +267,7 @@ def test_a_confirmation_of_a_request_the_saga_gave_up_on_never_reaches_the_execu
     late = carrier.answer(first_request, {"answer": "success", "output": {"carrier": "booked"}})
 
     assert (late.status, late.verdict) == (410, "superseded")
-    first, second = sorted(aws.executions(), key=lambda e: e.history[0]["timestamp"])
+    first, second = in_start_order(aws)
     assert first.states == [*BOOKED, *UNDONE, *WAITING_FOR_RETRY]
     assert (second.status, second.states) == ("RUNNING", BOOKED)  # still waiting for its own answer
     row = wait_row(aws, body["orderId"])
