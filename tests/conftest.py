@@ -25,6 +25,8 @@ os.environ.pop("AWS_PROFILE", None)
 # Every boto3 session of the run reads botocore's models from one copy, as a rehearsal's do: the tests that build
 # moto accounts of their own make clients by the thousand, each from moto's new default session.
 client_cache.share_models()
+# A request moto answers in the process goes unsigned, as in a rehearsal (SigV4 is a tenth of a moto-backed test).
+client_cache.sign_only_what_leaves()
 # And moto lists a response class's methods once per class for the whole run, as in a rehearsal: the explorers and
 # property tests make their calls on moto accounts of their own, tens of thousands of them (8 % of their time).
 MOTO_METHOD_NAMES = vars(responses)["method_names_from_class"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -28,13 +29,22 @@ from fire_and_forget.runtime.healing_policy import Disposition, HealingPolicy
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+    from mypy_boto3_sqs import SQSClient
+
+
+@cache
+def _sqs() -> SQSClient:
+    """The SQS client, made once per execution environment: the function runs every few minutes, mostly to find
+    nothing due, and a client costs more to make than that run's one ReceiveMessage (Lambda's best practices:
+    initialize SDK clients outside the handler)."""
+    return boto3.client("sqs")
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     now = event_time(event.get("time"))
-    report = redrive_due(boto3.client("sqs"), dlq_url=os.environ["FAILURE_DLQ_URL"],
+    report = redrive_due(_sqs(), dlq_url=os.environ["FAILURE_DLQ_URL"],
                          source_url=os.environ["SOURCE_QUEUE_URL"], policy=HealingPolicy.from_environment(),
                          now=now, key_field=os.environ["MESSAGE_KEY_FIELD"],
                          period=timedelta(seconds=int(os.environ["REDRIVE_PERIOD_SECONDS"])))

@@ -78,8 +78,8 @@ class SqsPoller:
 
     def poll(self) -> int:
         """One receive (up to BatchSize) and one synchronous invocation; returns how many messages it received."""
-        if not self.mapping.enabled:
-            return 0
+        if not self.mapping.enabled or not sqs_time.receivable(self.mapping.queue_url):
+            return 0  # disabled, or what the receive would answer
         messages: list[dict[str, Any]] = []
         while len(messages) < self.mapping.batch_size:
             batch = self.sqs.receive_message(

@@ -213,6 +213,8 @@ class PipeEmulator:
         self.stats.deleted_at[message["MessageId"]] = datetime.now(UTC)
 
     def _receive(self) -> list[dict[str, Any]]:
+        if not sqs_time.receivable(self.definition.source_queue_url):
+            return []  # what the receive would answer
         response = self._sqs.receive_message(
             QueueUrl=self.definition.source_queue_url,
             MaxNumberOfMessages=min(self.definition.batch_size, 10),

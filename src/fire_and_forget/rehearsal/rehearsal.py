@@ -140,6 +140,7 @@ class Rehearsal:
 
     def open(self) -> None:
         client_cache.share_models()
+        client_cache.sign_only_what_leaves()
         self._mock.start()
         self.virtual_clock.install()
         self.interpreter_time.install()
@@ -173,7 +174,7 @@ class Rehearsal:
             self.express = self.sfn.describe_state_machine(
                 stateMachineArn=self.pipe.definition.target_arn)["type"] == "EXPRESS"
             self.bus = EventBus(self._rules(), self.sns, self.sqs, queue_urls, faults=self.faults, sfn=self.sfn)
-            self.metrics = ServiceMetrics(self.cloudwatch, self.runtime, self.pipe, self.bus,
+            self.metrics = ServiceMetrics(self.runtime, self.pipe, self.bus,
                                           function_names=task_names, queue_urls=queue_urls.values(),
                                           account=ACCOUNT, region=self.region)
             self.bus.on_execution_finished = self.metrics.execution_finished  # the announcer's AWS/States data

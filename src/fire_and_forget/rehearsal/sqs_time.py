@@ -11,9 +11,11 @@
   with 0 makes it "immediately visible" (sqs-visibility-timeout.html). moto tests `now > visible_at`, which on a
   clock that stands still keeps a message released with 0 invisible until the clock moves: here it is `>=`.
 
-One economy, with the same answer: moto tests each message it receives against the queue's retention period by
-computing every attribute of the queue (each count walks every message), once per message received; the retention
-period is read from the queue itself here.
+Two economies, with the same answers. `receivable` tells the rehearsal's pollers (the pipe, the event source
+mappings) from moto's own records that a queue holds nothing to receive, so a quiet round (hundreds of them in a
+rehearsal that runs for days of its clock) asks no ReceiveMessage that would answer empty. And moto tests each
+message it receives against the queue's retention period by computing every attribute of the queue (each count
+walks every message), once per message received; the retention period is read from the queue itself here.
 """
 
 from __future__ import annotations
@@ -56,6 +58,12 @@ def install_sqs_on_the_clock() -> Callable[[], None]:
         SQSBackend.is_message_valid_based_on_retention_period = original_retained  # type: ignore[method-assign]
 
     return uninstall
+
+
+def receivable(queue_url: str) -> bool:
+    """True when a ReceiveMessage on this queue now could return a message: one is visible and not delayed (what
+    moto's receive draws from)."""
+    return any(message.visible and not message.delayed for message in _queue(queue_url)._messages)
 
 
 def _queue(queue_url: str) -> Any:
