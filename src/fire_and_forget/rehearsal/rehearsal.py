@@ -422,8 +422,11 @@ class Rehearsal:
     def _discover_executions(self) -> bool:
         """Track executions of the workflow that something other than the pipe started; True if there were new."""
         known = set(self._started())
-        pages = self.sfn.get_paginator("list_executions").paginate(stateMachineArn=self.pipe.definition.target_arn)
-        new = [e["executionArn"] for page in pages for e in page["executions"] if e["executionArn"] not in known]
+        # Read from the emulator's records, in the order ListExecutions gives them (newest start first, moto's stable
+        # sort), as `running` does: the rehearsal asks this every round, and the API would serialize every execution.
+        state_machine: Any = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
+        listed = sorted(list(state_machine.executions), key=lambda execution: execution.start_date, reverse=True)
+        new = [execution.execution_arn for execution in listed if execution.execution_arn not in known]
         self._started_elsewhere.extend(reversed(new))  # ListExecutions lists the newest first
         return bool(new)
 
