@@ -425,7 +425,7 @@ class Rehearsal:
         # Read from the emulator's records, in the order ListExecutions gives them (newest start first, moto's stable
         # sort), as `running` does: the rehearsal asks this every round, and the API would serialize every execution.
         state_machine: Any = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
-        listed = sorted(list(state_machine.executions), key=lambda execution: execution.start_date, reverse=True)
+        listed = sorted(state_machine.executions, key=lambda execution: execution.start_date, reverse=True)
         new = [execution.execution_arn for execution in listed if execution.execution_arn not in known]
         self._started_elsewhere.extend(reversed(new))  # ListExecutions lists the newest first
         return bool(new)
