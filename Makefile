@@ -90,7 +90,11 @@ lint: install ## ruff on the whole repository; mypy --strict on the package (src
 	$(RUN) mypy src stacks lambdas demos app.py
 
 synth: install ## synthesize the template into cdk.out/ (offline)
-	$(CDK) synth --quiet
+	@# What the CLI printed is kept in cdk.out.synth.log, there only after a synth that succeeded: the suite compares
+	@# its in-process synth with this one, and the CLI's silence, when nothing synth reads changed since
+	@# (tests/infra/test_compliance.py).
+	@rm -f cdk.out.synth.log; $(CDK) synth --quiet > cdk.out.synth.tmp 2>&1; status=$$?; cat cdk.out.synth.tmp; \
+	if [ $$status -eq 0 ]; then mv cdk.out.synth.tmp cdk.out.synth.log; else rm -f cdk.out.synth.tmp; fi; exit $$status
 
 checkov: synth ## Checkov on the synthesized templates: the app's, and the REQUEST_RESPONSE stack's
 	@# The asset directories hold Lambda code and the dependencies layer (botocore's JSON), not templates.
@@ -207,4 +211,4 @@ smoke: install ## check the deployed order stack end to end (STACK=<name>, SMOKE
 	$(RUN) python -m demos.orders.cli_smoke $(if $(STACK),--stack $(STACK)) $(SMOKE_ARGS)
 
 clean: ## remove build outputs (make install keeps .tools/, .venv/ and node_modules/)
-	rm -rf cdk.out cdk.out.request-response .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out cdk.out.synth.log cdk.out.synth.tmp cdk.out.request-response .pytest_cache .mypy_cache .ruff_cache

@@ -71,16 +71,65 @@ def test_nag_packs_fail_synth_on_an_unacknowledged_finding(tmp_path: Path) -> No
         app.synth()
 
 
-def test_in_process_template_equals_cdk_synth(template: dict[str, Any], tmp_path: Path) -> None:
+# What `cdk synth` reads: the app (cdk.json runs app.py), the code it synthesizes, the CLI's and the libraries' pins.
+SYNTH_INPUTS = ("app.py", "cdk.json", "cdk.context.json", "pyproject.toml", "uv.lock", "package-lock.json",
+                "scripts/cdk-app", "stacks", "src", "lambdas", "statemachines")
+
+
+def made_since_the_last_change(repo: Path) -> bool:
+    """True when `make synth` wrote repo/cdk.out after the last change to anything synth reads: the assembly is newer
+    than every input, and the log (cdk.out.synth.log, which only a synth that succeeded leaves) no older than it."""
+    log, manifest = repo / "cdk.out.synth.log", repo / "cdk.out" / "manifest.json"
+    if not (log.is_file() and manifest.is_file()):
+        return False
+    files = [path for name in SYNTH_INPUTS for path in ([repo / name] if (repo / name).is_file()
+                                                          else (repo / name).rglob("*"))
+             if path.is_file() and "__pycache__" not in path.parts]
+    return max(path.stat().st_mtime for path in files) < manifest.stat().st_mtime <= log.stat().st_mtime
+
+
+def cli_synth(output: Path) -> tuple[Path, str]:
+    """The CLI's cloud assembly and what it printed: `make synth`'s when it is current (as under `make test`, whose
+    Checkov step has just run it), otherwise a synth of its own into `output`."""
+    if made_since_the_last_change(REPO):
+        return REPO / "cdk.out", (REPO / "cdk.out.synth.log").read_text(encoding="utf-8")
     env = os.environ | {"CDK_DISABLE_CLI_TELEMETRY": "1", "CDK_DISABLE_VERSION_CHECK": "1"}
     result = subprocess.run(
-        [str(NODE_BIN / "cdk"), "synth", "--quiet", "--output", str(tmp_path)],
+        [str(NODE_BIN / "cdk"), "synth", "--quiet", "--output", str(output)],
         cwd=REPO, capture_output=True, text=True, check=False, env=env,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert load_template(tmp_path) == template
+    return output, result.stdout + result.stderr
+
+
+def test_make_synth_s_assembly_is_current_only_until_something_synth_reads_changes(tmp_path: Path) -> None:
+    def at(path: Path, moment: int, text: str = "") -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        os.utime(path, (moment, moment))
+
+    at(tmp_path / "app.py", 100)
+    at(tmp_path / "stacks" / "orders" / "stack.py", 110)
+    at(tmp_path / "stacks" / "__pycache__" / "stack.pyc", 500)  # written by any import: not an input
+    assert not made_since_the_last_change(tmp_path)  # never synthesized
+    at(tmp_path / "cdk.out" / "manifest.json", 200)
+    at(tmp_path / "cdk.out.synth.log", 201)
+    assert made_since_the_last_change(tmp_path)
+    at(tmp_path / "stacks" / "orders" / "stack.py", 300)  # edited since
+    assert not made_since_the_last_change(tmp_path)
+    at(tmp_path / "stacks" / "orders" / "stack.py", 110)
+    at(tmp_path / "cdk.out" / "manifest.json", 250)  # an assembly newer than the CLI's output: not that synth's
+    assert not made_since_the_last_change(tmp_path)
+    (tmp_path / "cdk.out.synth.log").unlink()  # the last synth failed
+    at(tmp_path / "cdk.out" / "manifest.json", 200)
+    assert not made_since_the_last_change(tmp_path)
+
+
+def test_in_process_template_equals_cdk_synth(template: dict[str, Any], tmp_path: Path) -> None:
+    assembly, printed = cli_synth(tmp_path)
+    assert load_template(assembly) == template
     # cdk.json sets every flag recommended for a new app on purpose, so synth has nothing to warn about.
-    assert "feature flags are not configured" not in result.stdout + result.stderr
+    assert "feature flags are not configured" not in printed
 
 
 def _pipeline_acknowledgments(stack: cdk.Stack) -> set[tuple[str, str]]:
