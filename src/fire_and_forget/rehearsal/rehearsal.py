@@ -422,7 +422,7 @@ class Rehearsal:
     def _discover_executions(self) -> bool:
         """Track executions of the workflow that something other than the pipe started; True if there were new."""
         known = set(self._started())
-        # Read from the emulator's records, in the order ListExecutions gives them (newest start first, moto's stable
+        # Read from the emulator's records, sorted as ListExecutions sorts them (newest start first, moto's stable
         # sort), as `running` does: the rehearsal asks this every round, and the API would serialize every execution.
         state_machine: Any = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
         listed = sorted(state_machine.executions, key=lambda execution: execution.start_date, reverse=True)
