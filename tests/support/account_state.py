@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from fire_and_forget.rehearsal.deployment import ACCOUNT
@@ -73,6 +74,9 @@ def account_state(aws: Rehearsal) -> dict[str, Any]:
     s3 = session("s3")
     buckets = [b["Name"] for b in s3.list_buckets()["Buckets"]]
     state["objects"] = {b: s3.list_objects_v2(Bucket=b).get("Contents", []) for b in buckets}
+    # What each object holds, read back (a restore hands the copies their content in buffers of their own).
+    state["contents"] = {f"{b}/{o['Key']}": hashlib.sha256(s3.get_object(Bucket=b, Key=o["Key"])["Body"].read())
+                         .hexdigest() for b, objects in state["objects"].items() for o in objects}
     ssm = session("ssm")
     state["parameters"] = ssm.describe_parameters()["Parameters"]
     state["pipes"] = session("pipes").list_pipes()["Pipes"]
