@@ -3,11 +3,12 @@ botocore's service models read from disk once for the process, whoever makes the
 
 Building a client from a new boto3 session costs about 30 ms of CPU (the session loads the service's model from
 disk), and moto gives every `mock_aws` a new default session, so each rehearsal paid that again for each of its
-clients and each service its workflow calls. Here each rehearsal's own clients are new, built from one session for
-the process (`session()`: the models are loaded once), and the interpreter's clients are kept per service and region
-for the process. A client is thread-safe and keeps nothing of the account between calls (the interpreter's make one
-attempt, so no retry quota either), and every one of them talks to the same in-process moto, so reusing them changes
-nothing the workflow can see.
+clients and each service its workflow calls. Here the rehearsal's own clients (`client()`) and the interpreter's are
+built from one session for the process (`session()`: the models are loaded once) and kept per service, region and
+retry settings for the process: even from a loaded session a client costs about 6 ms, and a test's rehearsal made
+six. A client is thread-safe and keeps nothing of the account between calls (the rehearsal's own retry quota aside,
+which only refused calls spend), nothing registers on a rehearsal client's events, and every one of them talks to
+the same in-process moto, so reusing them changes nothing the workflow can see.
 
 The handlers make their own clients, through boto3's default session, as they do in Lambda. With `share_models()`
 every session of the process reads a model from the copy the first one loaded, as one session's clients already
@@ -30,11 +31,13 @@ from urllib.parse import urlsplit
 
 import boto3
 from botocore import loaders, signers
+from botocore.config import Config
 from moto.core.models import botocore_stubber
 from moto.stepfunctions.parser.asl.utils import boto_client
 
 _ORIGINAL = boto_client.boto_client_for
-_clients: dict[tuple[str, str, bool], Any] = {}
+_clients: dict[tuple[str, str, bool], Any] = {}  # the interpreter's
+_own: dict[tuple[str, str, str], Any] = {}  # the rehearsal's
 _lock = threading.Lock()
 _session: boto3.session.Session | None = None
 _models: dict[tuple[Any, ...], Any] = {}  # (search paths, what a Loader's instance_cache keys) -> the loaded data
@@ -49,6 +52,19 @@ def session() -> boto3.session.Session:
         if _session is None:
             _session = boto3.session.Session()
         return _session
+
+
+def client(service: str, region: str, config: Config | None = None) -> Any:
+    """The rehearsal's client of `service` in `region`, one per retry settings for the process."""
+    retries = getattr(config, "retries", None) or {}
+    key = (service, region, repr(sorted(retries.items())) if config is not None else "")
+    with _lock:
+        made = _own.get(key)
+    if made is None:  # made outside the lock: loading a model takes it (_SharedModels)
+        made = session().client(service, region_name=region, config=config)  # type: ignore[call-overload]
+        with _lock:
+            made = _own.setdefault(key, made)
+    return made
 
 
 def install() -> Callable[[], None]:

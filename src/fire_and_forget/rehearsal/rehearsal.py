@@ -21,6 +21,7 @@ from fire_and_forget.rehearsal import (
     moto_dispatch,
     parse_cache,
     snapshot,
+    sqs_time,
     task_tokens,
     transactions,
 )
@@ -156,13 +157,11 @@ class Rehearsal:
             self._uninstall_dispatch = moto_dispatch.install()
             self.stack = snapshot.deploy_once(self.assembly, self.region, deploy, reuse=self._reuse_deployment)
             # Typed Any: the probes pass service responses on as plain dicts.
-            aws = client_cache.session()
-            self.sqs: Any = aws.client("sqs", region_name=self.region)
-            self.sfn: Any = aws.client("stepfunctions", region_name=self.region)
-            self.sns: Any = aws.client("sns", region_name=self.region)
-            self.dynamodb: Any = aws.client("dynamodb", region_name=self.region)
-            self.cloudwatch: Any = aws.client("cloudwatch", region_name=self.region)
-            # Looked up once: queue ARNs cost one GetQueueAttributes each.
+            self.sqs: Any = client_cache.client("sqs", self.region)
+            self.sfn: Any = client_cache.client("stepfunctions", self.region)
+            self.sns: Any = client_cache.client("sns", self.region)
+            self.dynamodb: Any = client_cache.client("dynamodb", self.region)
+            self.cloudwatch: Any = client_cache.client("cloudwatch", self.region)
             task_names, queue_urls = self._task_names(), self._queue_urls()
             self.runtime = LambdaRuntime(asset_directories(self.assembly), task_names, self.faults,
                                          clock=self.virtual_clock)
@@ -179,8 +178,8 @@ class Rehearsal:
                                           account=ACCOUNT, region=self.region)
             self.bus.on_execution_finished = self.metrics.execution_finished  # the announcer's AWS/States data
             # One attempt per Invoke: the emulated callers (mapping, scheduler) decide what is retried, not botocore.
-            self.lambda_: Any = aws.client("lambda", region_name=self.region,
-                                           config=Config(retries={"total_max_attempts": 1}))
+            self.lambda_: Any = client_cache.client("lambda", self.region,
+                                                    config=Config(retries={"total_max_attempts": 1}))
             # moto builds its router of a REST service's operations on that service's first request, and nothing
             # stops concurrent first requests from each building one (tens of executions invoking their first
             # function at once: a tenth of a second each). One request now builds it before any execution runs.
@@ -361,7 +360,7 @@ class Rehearsal:
         from moto.cloudformation.models import cloudformation_backends
 
         definition = self.pipe.definition
-        pipes = client_cache.session().client("pipes", region_name=self.region)
+        pipes = client_cache.client("pipes", self.region)
         if any(p["Name"] == definition.name for p in pipes.list_pipes().get("Pipes", [])):
             return
         created = pipes.create_pipe(Name=definition.name, Source=definition.source_queue_arn,
@@ -458,11 +457,11 @@ class Rehearsal:
         return names
 
     def _queue_urls(self) -> dict[str, str]:
+        """Queue ARN -> URL, from moto's records of the queues (GetQueueAttributes computes every attribute)."""
         urls = {}
         for logical_id in self.assembly.resources_of_type("AWS::SQS::Queue"):
             url = self.stack.physical_ids[logical_id]
-            arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-            urls[arn] = url
+            urls[sqs_time.queue_arn(url)] = url
         return urls
 
     def _pipe_definition(self, queue_urls: dict[str, str]) -> PipeDefinition:

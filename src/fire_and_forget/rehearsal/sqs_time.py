@@ -66,6 +66,11 @@ def receivable(queue_url: str) -> bool:
     return any(message.visible and not message.delayed for message in _queue(queue_url)._messages)
 
 
+def queue_arn(queue_url: str) -> str:
+    """The queue's ARN as moto recorded it (what GetQueueAttributes answers for QueueArn)."""
+    return str(_queue(queue_url).queue_arn)
+
+
 def _queue(queue_url: str) -> Any:
     """moto's queue behind a queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)."""
     host, account, name = queue_url.split("/")[-3:]
