@@ -116,7 +116,11 @@ chromium: ## headless Chromium for the trend-page test (apt-get install chromium
 pytest: install chromium ## the test suite, on every core (one synthesized app per worker)
 	$(RUN) pytest -n auto --dist loadfile
 
-test: lint checkov pytest ## every check: lint, types, synth, cdk-nag, cfn-lint, Checkov, tests
+test: ## every check: lint, types, synth, cdk-nag, cfn-lint, Checkov, tests
+	@# Lint beside synth and Checkov (mypy's first run in a clone is about 100 s of one core; synth and Checkov are
+	@# most of the other's), then the suite, which takes every core and reads the synth's cdk.out.
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint checkov chromium
+	@$(MAKE) --no-print-directory pytest
 
 DEMO_ARGS ?=
 # The catalog example runs after the orders, with chaos when the orders had it (CATALOG_DEMO_ARGS="--products 100").

@@ -6,10 +6,12 @@ nobody asked about. (One deployment per template per process: tests/workflow/tes
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from botocore.loaders import JSONFileLoader
@@ -313,3 +315,47 @@ def test_moto_lists_a_response_classs_methods_once_however_many_requests_it_serv
     # Then they succeeded and no response class was listed again
     assert len(executions) == 3 and all(e.status == "SUCCEEDED" for e in executions)
     assert [thing for thing in listed if isinstance(thing, type) and thing.__name__.endswith("Response")] == []
+
+
+def test_a_quiet_round_asks_moto_nothing_through_the_api(aws: Rehearsal) -> None:
+    # Given an order that ended, and a record of every request the rehearsal's own clients make from then on
+    aws.send(_order(1)[0])
+    assert [e.status for e in aws.run()] == ["SUCCEEDED"]
+    asked: list[str] = []
+
+    def record(model: Any, **_: Any) -> None:
+        asked.append(model.name)
+
+    clients = (aws.sqs, aws.sfn, aws.cloudwatch)
+    for client in clients:
+        client.meta.events.register("before-call", record)
+    try:
+        # When the rehearsal runs with nothing to do, twice
+        aws.run_until_quiet()
+        aws.run_until_quiet()
+    finally:
+        for client in clients:
+            client.meta.events.unregister("before-call", record)
+    # Then it received from no empty queue, listed no executions and sent no metric through the API
+    assert asked == []
+    # and the queue samples it published are in CloudWatch all the same
+    depth = aws.cloudwatch.get_metric_statistics(
+        Namespace="AWS/SQS", MetricName="ApproximateNumberOfMessagesVisible", Statistics=["SampleCount"], Period=60,
+        StartTime=aws.now() - timedelta(hours=1), EndTime=aws.now() + timedelta(hours=1),
+        Dimensions=[{"Name": "QueueName", "Value": aws.outputs["SourceQueueUrl"].rsplit("/", 1)[1]}])
+    assert sum(point["SampleCount"] for point in depth["Datapoints"]) >= 3
+
+
+def test_an_execution_started_elsewhere_is_found_in_the_records_as_list_executions_would(aws: Rehearsal) -> None:
+    # Given an order run by the pipe, and two executions started directly (as a reconciler or a redrive would)
+    aws.send(_order(1)[0])
+    aws.run()
+    started = [aws.sfn.start_execution(stateMachineArn=aws.pipe.definition.target_arn, name=f"elsewhere-{number}",
+                                       input=json.dumps(json.loads(_order(number)[0])))["executionArn"]
+               for number in (2, 3)]
+    # When the rehearsal runs them
+    executions = aws.run()
+    # Then it knows of all three, those started elsewhere in start order, though the clock started both at one moment
+    listed = aws.sfn.list_executions(stateMachineArn=aws.pipe.definition.target_arn)["executions"]
+    assert {e.arn for e in executions} == {e["executionArn"] for e in listed}
+    assert aws._started()[1:3] == started

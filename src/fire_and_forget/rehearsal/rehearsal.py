@@ -421,12 +421,13 @@ class Rehearsal:
     def _discover_executions(self) -> bool:
         """Track executions of the workflow that something other than the pipe started; True if there were new."""
         known = set(self._started())
-        # Read from the emulator's records, sorted as ListExecutions sorts them (newest start first, moto's stable
-        # sort), as `running` does: the rehearsal asks this every round, and the API would serialize every execution.
+        # Read from the emulator's records, as `running` does: the rehearsal asks this every round, and ListExecutions
+        # would serialize every execution. The records list the executions as they started, earliest first, also
+        # those the clock started at one moment (ListExecutions, newest first by start date, cannot tell those apart).
         state_machine: Any = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
-        listed = sorted(state_machine.executions, key=lambda execution: execution.start_date, reverse=True)
-        new = [execution.execution_arn for execution in listed if execution.execution_arn not in known]
-        self._started_elsewhere.extend(reversed(new))  # ListExecutions lists the newest first
+        new = [execution.execution_arn for execution in state_machine.executions
+               if execution.execution_arn not in known]
+        self._started_elsewhere.extend(new)
         return bool(new)
 
     def _emit_finished(self) -> None:
