@@ -119,3 +119,37 @@ def test_make_install_finds_a_pyenv_python_the_shims_do_not_offer(tmp_path: Path
     assert result.returncode == 0, result.stderr
     assert (project / ".tools" / "python").read_text(encoding="utf-8").strip() == str(interpreter)
     assert os.access(interpreter, os.X_OK)
+
+
+# What `make lint` gives mypy (the Makefile's lint recipe).
+TYPE_CHECKED = ("src", "stacks", "lambdas", "demos", "app.py")
+_CDK_IMPORT = re.compile(r"^\s*(?:from (aws_cdk(?:\.[\w.]+)?) import ([\w, ()]+)|import (aws_cdk(?:\.[\w.]+)?))",
+                         re.MULTILINE)
+
+
+def _cdk_modules_imported() -> set[str]:
+    """Every aws_cdk module the type-checked code imports: `from aws_cdk import aws_sqs` names aws_cdk.aws_sqs."""
+    sources = [path for name in TYPE_CHECKED for path in ([REPO / name] if name.endswith(".py")
+                                                          else (REPO / name).rglob("*.py"))]
+    found: set[str] = set()
+    for source in sources:
+        for package, names, module in _CDK_IMPORT.findall(source.read_text(encoding="utf-8")):
+            if module:
+                found.add(module)
+                continue
+            found.add(package)
+            for name in re.findall(r"(\w+)(?: as \w+)?", names.replace("(", "").replace(")", "")):
+                if name.startswith(("aws_", "interfaces")):
+                    found.add(f"{package}.{name}")
+    return found
+
+
+def test_mypy_reads_every_cdk_module_the_code_imports_and_no_other() -> None:
+    overrides = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]["overrides"]
+    skipped = [o for o in overrides if o.get("follow_imports") == "skip"]
+    followed = [o for o in overrides if o.get("follow_imports") == "normal"]
+    assert [o["module"] for o in skipped] == [["aws_cdk.*"]]
+    (read,) = (set(o["module"]) for o in followed)
+    imported = _cdk_modules_imported()
+    assert {"aws_cdk", "aws_cdk.aws_sqs", "aws_cdk.interfaces.aws_events"} <= imported  # the scan sees the code
+    assert read == imported
