@@ -11,7 +11,15 @@ import pytest
 from moto.core import responses
 
 from fire_and_forget.rehearsal import client_cache, moto_dispatch
-from tests.support.cdk import CATALOG_STACK_NAME, load_template, synthesize, synthesize_full, synthesize_once
+from tests.support.cdk import (
+    CATALOG_STACK_NAME,
+    MAKE_SYNTH_OUTPUT,
+    load_template,
+    made_since_the_last_change,
+    synthesize,
+    synthesize_full,
+    synthesize_once,
+)
 
 # Set before any boto3 client exists, so nothing can reach a real account.
 os.environ.update(
@@ -47,11 +55,15 @@ def cloud_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     need it synthesizes, the others wait for it: 8-18 s of CPU each otherwise).
 
     FF_TEST_CLOUD_ASSEMBLY names one synthesized already from this tree: `make mutation` runs a pytest session per
-    mutant, and none of them changes stacks/, so each would otherwise synthesize the same app again (5-8 s).
+    mutant, and none of them changes stacks/, so each would otherwise synthesize the same app again (5-8 s). Without
+    it, `make synth`'s cdk.out is the assembly when nothing synth reads changed since (as under `make test`, whose
+    Checkov step has just written it); tests/infra/test_compliance.py proves it equals an in-process synth.
     """
     prebuilt = os.environ.get("FF_TEST_CLOUD_ASSEMBLY")
     if prebuilt:
         return Path(prebuilt)
+    if made_since_the_last_change():
+        return MAKE_SYNTH_OUTPUT
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return synthesize_once(tmp_path_factory.getbasetemp().parent / "cdk.out")
     return synthesize(tmp_path_factory.mktemp("cdk.out"))

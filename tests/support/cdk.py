@@ -13,6 +13,7 @@ from typing import Any
 from stacks.names import DEFAULT_STACK_NAME, catalog_stack_name
 
 REPO = Path(__file__).resolve().parents[2]
+MAKE_SYNTH_OUTPUT = REPO / "cdk.out"  # where `make synth` (the CLI) writes the app
 STACK_NAME = DEFAULT_STACK_NAME
 CATALOG_STACK_NAME = catalog_stack_name(DEFAULT_STACK_NAME)
 
@@ -78,3 +79,20 @@ def load_template(assembly_dir: Path, stack_name: str = STACK_NAME) -> dict[str,
     """One stack's template: the order example's unless another is named."""
     template: dict[str, Any] = json.loads((assembly_dir / f"{stack_name}.template.json").read_text(encoding="utf-8"))
     return template
+
+
+# What `cdk synth` reads: the app (cdk.json runs app.py), the code it synthesizes, the CLI's and the libraries' pins.
+SYNTH_INPUTS = ("app.py", "cdk.json", "cdk.context.json", "pyproject.toml", "uv.lock", "package-lock.json",
+                "scripts/cdk-app", "stacks", "src", "lambdas", "statemachines")
+
+
+def made_since_the_last_change(repo: Path = REPO) -> bool:
+    """True when `make synth` wrote repo/cdk.out after the last change to anything synth reads: the assembly is newer
+    than every input, and the log (cdk.out.synth.log, which only a synth that succeeded leaves) no older than it."""
+    log, manifest = repo / "cdk.out.synth.log", repo / "cdk.out" / "manifest.json"
+    if not (log.is_file() and manifest.is_file()):
+        return False
+    files = [path for name in SYNTH_INPUTS for path in ([repo / name] if (repo / name).is_file()
+                                                          else (repo / name).rglob("*"))
+             if path.is_file() and "__pycache__" not in path.parts]
+    return max(path.stat().st_mtime for path in files) < manifest.stat().st_mtime <= log.stat().st_mtime
