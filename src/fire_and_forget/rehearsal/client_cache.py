@@ -16,9 +16,10 @@ share theirs: a new session and two clients take 26 ms instead of 115.
 
 With `sign_only_what_leaves()`, a request that moto answers in the process is not signed: moto verifies no signature
 (it reads the access key for the account, and without one answers as its default account, the rehearsal's), and
-SigV4 was a tenth of a rehearsal's CPU. S3 is the exception: moto's S3 treats an unsigned request as an anonymous
-caller's and refuses it a private object, as S3 does. A request that leaves the process (an endpoint that is not
-AWS's, such as the practice gateway's, or any request while moto does not intercept) is signed as botocore signs it.
+signing every request is a tenth of a rehearsal's CPU. S3 is the exception: moto's S3 treats an unsigned request as
+an anonymous caller's and refuses it a private object, as S3 does. A request that leaves the process (an endpoint
+that is not AWS's, such as the practice gateway's, or any request while moto does not intercept) is signed as
+botocore signs it.
 """
 
 from __future__ import annotations
@@ -124,7 +125,6 @@ def share_models() -> None:
     with _lock:
         if loaders.Loader.__init__ is _LOADER_INIT:
             loaders.Loader.__init__ = init  # type: ignore[method-assign,assignment]
-
 
 
 def sign_only_what_leaves() -> None:

@@ -286,9 +286,14 @@ class Rehearsal:
         """ARNs of the workflow's executions still running, read from the emulator's own records: the rehearsal asks
         this between every two steps of its loops, and a ListExecutions through the API (paging, serializing every
         execution) would cost more than the work it waits for."""
+        return {execution.execution_arn for execution in self._recorded_executions() if is_running(execution)}
+
+    def _recorded_executions(self) -> list[Any]:
+        """The workflow's executions in the emulator's records, as they started, earliest first (ListExecutions, newest
+        first by start date, cannot tell apart those the clock started at one moment)."""
         # The interpreter's state machine (moto's stepfunctions.parser), not the type get_backend declares.
         state_machine: Any = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
-        return {execution.execution_arn for execution in state_machine.executions if is_running(execution)}
+        return list(state_machine.executions)
 
     def set_execution_timeout(self, seconds: int | None) -> None:
         """Time compression, like the retry waits: executions started from now on time out after `seconds`
@@ -421,11 +426,9 @@ class Rehearsal:
     def _discover_executions(self) -> bool:
         """Track executions of the workflow that something other than the pipe started; True if there were new."""
         known = set(self._started())
-        # Read from the emulator's records, as `running` does: the rehearsal asks this every round, and ListExecutions
-        # would serialize every execution. The records list the executions as they started, earliest first, also
-        # those the clock started at one moment (ListExecutions, newest first by start date, cannot tell those apart).
-        state_machine: Any = get_backend(ACCOUNT, self.region).describe_state_machine(self.pipe.definition.target_arn)
-        new = [execution.execution_arn for execution in state_machine.executions
+        # From the emulator's records, as `running` reads them: the rehearsal asks this every round, and ListExecutions
+        # would serialize every execution.
+        new = [execution.execution_arn for execution in self._recorded_executions()
                if execution.execution_arn not in known]
         self._started_elsewhere.extend(new)
         return bool(new)
