@@ -48,6 +48,26 @@ def test_cfn_lint_reports_nothing_on_the_app_with_every_option(full_assembly: Pa
     assert cfn_lint([template]) == ""
 
 
+def test_cfn_lint_reports_a_finding_and_honours_the_repository_s_settings(tmp_path: Path) -> None:
+    """The check above can fail: a property its resource type does not have is reported (E3002), with the file and
+    the rule; a redundant DependsOn (W3005, which .cfnlintrc.yaml ignores for CDK's own) is not."""
+    queue = {"Type": "AWS::SQS::Queue", "Properties": {}}
+    template = {"Resources": {"Queue": queue, "Second": {**queue, "DependsOn": "Queue",
+                                                         "Properties": {"RedrivePolicy": {
+                                                             "deadLetterTargetArn": {"Fn::GetAtt": ["Queue", "Arn"]},
+                                                             "maxReceiveCount": 3}}}}}
+    clean = tmp_path / "clean.template.json"
+    clean.write_text(json.dumps(template), encoding="utf-8")
+    assert cfn_lint([clean]) == ""
+
+    template["Resources"]["Queue"]["Properties"] = {"VisibilityTimeoutSecond": 30}
+    broken = tmp_path / "broken.template.json"
+    broken.write_text(json.dumps(template), encoding="utf-8")
+    findings = cfn_lint([clean, broken])
+    assert "E3002" in findings and "broken.template.json" in findings and "clean.template.json" not in findings
+    assert "W3005" not in findings
+
+
 @pytest.mark.parametrize("mode", ["FIRE_AND_FORGET", "REQUEST_RESPONSE"])
 @pytest.mark.parametrize(("asl", "compensations", "claims"), [
     (ASL_FILE, COMPENSATIONS, "ReserveInventory"), (CATALOG_ASL, (), "IndexProduct"),

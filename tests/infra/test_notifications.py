@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 from pydantic import ValidationError
 
 from fire_and_forget.construct import PipelineSettings
 from tests.support.alarm_template import ALARM, alarm, dimensions, metric_stats
 from tests.support.cdk import REPO, STACK_NAME, cdk_context, load_template, synthesize
-from tests.support.cfn_lint import cfn_lint
+from tests.support.cfn_lint import cfn_lint, registry_schema
 from tests.support.template import of_type, one, ref_or_att
 
 TEAMS = "AWS::Chatbot::MicrosoftTeamsChannelConfiguration"
@@ -85,7 +84,7 @@ def test_teams_channel_relays_the_alerts_topic_read_only_with_the_slack_channels
 
 def test_the_teams_channels_literal_properties_are_what_cloudformation_accepts(configured: dict[str, Any]) -> None:
     # The resource's registry schema, as cfn-lint ships it: the patterns CloudFormation validates the properties by
-    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", TEAMS).schema
+    schema = registry_schema(TEAMS)
     (channel,) = of_type(configured, TEAMS).values()
     props = channel["Properties"]
     assert set(schema["required"]) <= set(props)
@@ -105,7 +104,7 @@ def test_the_teams_channels_literal_properties_are_what_cloudformation_accepts(c
 @pytest.mark.parametrize("channel_id", [TEAMS_CHANNEL, "19:0123abcd4567@thread.tacv2", "19%3A0123%40thread.skype",
                                         "%3a%40", "19%3a0123"])
 def test_the_settings_accept_a_teams_channel_id_exactly_when_cloudformation_does(channel_id: str) -> None:
-    pattern = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", TEAMS).schema["properties"]["TeamsChannelId"]
+    pattern = registry_schema(TEAMS)["properties"]["TeamsChannelId"]
     accepted_by_cloudformation = re.fullmatch(pattern["pattern"].strip("^$"), channel_id) is not None
     try:
         PipelineSettings(teams_team_id=TEAM, teams_tenant_id=TENANT, teams_channel_id=channel_id)

@@ -283,9 +283,43 @@ def _use_asset(asset: Path, top_package: str) -> None:
             sys.path.remove(root)
         sys.path.insert(0, root)
     packages = (_packages_of(asset) | {top_package}) - {PATTERN_PACKAGE}
+    if _ASSET_MODULES.unchanged(root, packages):
+        return
+    kept = {}
     for name, module in list(sys.modules.items()):
-        if name.partition(".")[0] in packages and not (getattr(module, "__file__", None) or "").startswith(root):
-            del sys.modules[name]
+        if name.partition(".")[0] in packages:
+            if (getattr(module, "__file__", None) or "").startswith(root):
+                kept[name] = module
+            else:
+                del sys.modules[name]
+    _ASSET_MODULES.record(root, packages, kept)
+
+
+class _AssetModules:
+    """What the last sweep of `sys.modules` left for one asset, so that the next invocation of the same asset skips
+    the sweep (a pass over every module of the process, thousands in a test worker) when nothing was imported,
+    removed or replaced since: a name added or removed changes the dictionary's length or its last entry (a name
+    inserted again goes to the end), and a kept module replaced under its name is seen by its identity."""
+
+    def __init__(self) -> None:
+        self._swept: tuple[str, frozenset[str]] | None = None
+        self._kept: dict[str, Any] = {}
+        self._fingerprint: tuple[int, str, int] | None = None
+
+    @staticmethod
+    def _now() -> tuple[int, str, int]:
+        last = next(reversed(sys.modules))
+        return len(sys.modules), last, id(sys.modules.get(last))
+
+    def unchanged(self, root: str, packages: frozenset[str]) -> bool:
+        return (self._swept == (root, packages) and self._fingerprint == self._now()
+                and all(sys.modules.get(name) is module for name, module in self._kept.items()))
+
+    def record(self, root: str, packages: frozenset[str], kept: dict[str, Any]) -> None:
+        self._swept, self._kept, self._fingerprint = (root, packages), kept, self._now()
+
+
+_ASSET_MODULES = _AssetModules()
 
 
 @functools.cache
