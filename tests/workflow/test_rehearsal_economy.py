@@ -191,6 +191,47 @@ def test_the_reported_histories_are_what_get_execution_history_returns(aws: Rehe
     assert any(e["type"] == "TaskFailed" for execution in executions for e in execution.history)
 
 
+def _described_as_the_api_answers(aws: Rehearsal, arn: str) -> str:
+    answer = aws.sfn.describe_execution(executionArn=arn)
+    answer.pop("ResponseMetadata")
+    assert aws.described(arn) == answer
+    return str(answer["status"])
+
+
+def test_the_descriptions_read_from_the_records_are_what_describe_execution_returns(aws: Rehearsal) -> None:
+    # Given an order that succeeded, one that failed, and one held in ChargePayment
+    aws.send(_order(1)[0])
+    aws.send(make_order(OrderKind.DECLINED, 2, random.Random(2)).body)
+    aws.run()
+    body, held_order = _order(3)
+    aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1, key=held_order))
+    aws.send(body)
+    (held,) = aws.wait_for_hang()
+    # Then each description the rehearsal reads from the emulator equals the API's answer, field by field
+    assert sorted(_described_as_the_api_answers(aws, e.arn) for e in aws.executions()) == [
+        "FAILED", "RUNNING", "SUCCEEDED"]
+    # And so does the held one's once an operator has stopped it
+    aws.abort(held)
+    aws.release_held()
+    aws.run()
+    assert _described_as_the_api_answers(aws, held) == "ABORTED"
+
+
+def test_a_timed_out_execution_s_description_from_the_records_is_the_api_s(cloud_assembly: Path) -> None:
+    # Given an execution that timed out (stopDate is the rehearsal's own: sfn_responses.install_stop_dates)
+    with Rehearsal.start(cloud_assembly, execution_timeout_seconds=1) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        body, held_order = _order(1)
+        aws.faults.add(Fault("ChargePayment", FaultKind.HANG, times=1, key=held_order))
+        aws.send(body)
+        (held,) = aws.wait_for_hang()
+        aws.advance(2)
+        # Then its description from the records equals the API's, stopDate included
+        assert _described_as_the_api_answers(aws, held) == "TIMED_OUT"
+        assert "stopDate" in aws.described(held)
+        aws.release_held()
+
+
 def test_a_stopped_executions_history_is_serialized_once_and_answered_the_same_every_time(
         aws: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a failed order whose history was read once through the API (moto's serializer made that answer)

@@ -51,7 +51,9 @@ from enum import StrEnum
 from typing import Any
 
 from fire_and_forget.rehearsal import sqs_time
+from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.faults import FaultKind, FaultPlan
+from fire_and_forget.rehearsal.sfn_responses import described_execution
 
 FIRE_AND_FORGET = "FIRE_AND_FORGET"
 REQUEST_RESPONSE = "REQUEST_RESPONSE"
@@ -262,7 +264,7 @@ class PipeEmulator:
         return delivered
 
     def _running(self, execution_arn: str) -> bool:
-        return bool(self._sfn.describe_execution(executionArn=execution_arn)["status"] == "RUNNING")
+        return bool(described_execution(ACCOUNT, self._region, execution_arn)["status"] == "RUNNING")
 
     def _start(self, records: list[dict[str, Any]]) -> str | None:
         """Invoke the target; the execution's ARN when the pipe saw the call succeed, None when it saw it fail."""

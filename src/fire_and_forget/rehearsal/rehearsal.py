@@ -40,6 +40,7 @@ from fire_and_forget.rehearsal.pipe import PipeDefinition, PipeEmulator
 from fire_and_forget.rehearsal.schedules import Firing, Scheduler, read_schedules
 from fire_and_forget.rehearsal.services import install_service_faults
 from fire_and_forget.rehearsal.sfn_responses import (
+    described_execution,
     execution_history,
     install_history_cache,
     install_stop_dates,
@@ -337,7 +338,7 @@ class Rehearsal:
         return [self.execution(arn) for arn in self._started()]
 
     def execution(self, arn: str) -> Execution:
-        described = self.sfn.describe_execution(executionArn=arn)
+        described = self.described(arn)
         # A stopped execution's history does not change (the emulator has no RedriveExecution): read once per stop.
         stopped = (arn, described["status"], described.get("stopDate"))
         if described["status"] != "RUNNING" and stopped in self._stopped_executions:
@@ -417,7 +418,12 @@ class Rehearsal:
     # -- wiring ------------------------------------------------------------------------------------------------
 
     def execution_status(self, arn: str) -> str:
-        return str(self.sfn.describe_execution(executionArn=arn)["status"])
+        return str(self.described(arn)["status"])
+
+    def described(self, arn: str) -> dict[str, Any]:
+        """DescribeExecution's answer, read from the emulator's records: the rehearsal describes executions between
+        every two steps of its loops, and through the API each costs more than a task's work (sfn_responses.py)."""
+        return described_execution(ACCOUNT, self.region, arn)
 
     def _started(self) -> list[str]:
         """Every execution of the workflow the rehearsal knows of: the pipe's, then any other (a reconciler's)."""
@@ -438,7 +444,7 @@ class Rehearsal:
         for arn in self._started():
             if arn in self._announced or arn in running:
                 continue
-            described = self.sfn.describe_execution(executionArn=arn)
+            described = self.described(arn)
             if described["status"] in TERMINAL:
                 self._announced.add(arn)
                 self.pipe.ended(arn, described["status"])

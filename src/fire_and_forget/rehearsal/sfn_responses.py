@@ -13,8 +13,10 @@ with AttributeError. StartExecution and ListExecutions take one lock here: a lis
 SendTaskFailure takes an error and a cause, and the failed task reports both (API_SendTaskFailure.html); moto 5.2.5's
 request handler passes the error on and drops the cause, so a Catch downstream would see none.
 
-And two shortcuts that change no answer, for the rehearsal's speed: a stopped execution's history is serialized once
-(install_history_cache), and the rehearsal's own probes read histories from the emulator (execution_history).
+And shortcuts that change no answer, for the rehearsal's speed: a stopped execution's history is serialized once
+(install_history_cache), and the rehearsal's own probes read histories and descriptions from the emulator
+(execution_history, described_execution): a DescribeExecution through the API costs milliseconds of botocore and moto,
+and the rehearsal asks for one between every two steps of its loops.
 """
 
 from __future__ import annotations
@@ -136,10 +138,35 @@ def execution_history(account: str, region: str, execution_arn: str) -> list[dic
     return [_as_parsed(event) for event in events]
 
 
+class _Asking:
+    """What StepFunctionResponse.describe_execution reads of its request: the ARN asked about, and the backend."""
+
+    def __init__(self, backend: Any, execution_arn: str) -> None:
+        self.stepfunction_backend = backend
+        self._execution_arn = execution_arn
+
+    def _get_param(self, name: str) -> str:
+        assert name == "executionArn", name
+        return self._execution_arn
+
+
+def described_execution(account: str, region: str, execution_arn: str) -> dict[str, Any]:
+    """DescribeExecution's answer as botocore gives it (timestamps as aware datetimes, no ResponseMetadata), made by
+    moto's own handler for that action (with install_stop_dates' stopDate, when installed) from the emulator's records,
+    without the request and response around it."""
+    handler: Any = StepFunctionResponse.describe_execution
+    answer = handler(_Asking(get_backend(account, region), execution_arn))
+    response: dict[str, Any] = answer.result
+    return {key: _as_timestamp(value) if key.endswith("Date") else value.value if isinstance(value, Enum) else value
+            for key, value in response.items() if value is not None}
+
+
+def _as_timestamp(value: datetime | str) -> datetime:
+    return (value if isinstance(value, datetime) else datetime.fromisoformat(value)).astimezone(UTC)
+
+
 def _as_parsed(event: dict[str, Any]) -> dict[str, Any]:
     parsed = copy.deepcopy({key: value for key, value in event.items() if value is not None})
     parsed["type"] = str(event["type"].value if isinstance(event["type"], Enum) else event["type"])
-    timestamp = event["timestamp"]
-    parsed["timestamp"] = (timestamp if isinstance(timestamp, datetime)
-                           else datetime.fromisoformat(timestamp)).astimezone(UTC)
+    parsed["timestamp"] = _as_timestamp(event["timestamp"])
     return parsed
