@@ -25,6 +25,7 @@ from fire_and_forget.cli.cli_common import (
     Region,
     StackName,
     checked_presentation,
+    command_group,
     fail,
     run,
 )
@@ -58,10 +59,10 @@ from fire_and_forget.cli.trend_report import DEFAULT_MAX_EXECUTIONS as DEFAULT_M
 from fire_and_forget.cli.trend_report import collect as collect_trends
 from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
 
-app = typer.Typer(no_args_is_help=True, add_completion=False,
-                  help="Inspect a Fire-and-Forget pipeline's failed messages and redrive them without losing one.")
-source_dlq_app = typer.Typer(no_args_is_help=True, help="The source DLQ: messages the pipe could not hand over.")
-executions_app = typer.Typer(no_args_is_help=True, help="Executions of the pipeline's workflow.")
+app = command_group("Inspect a Fire-and-Forget pipeline's failed messages and redrive them without losing one.",
+                    add_completion=False)
+source_dlq_app = command_group("The source DLQ: messages the pipe could not hand over.")
+executions_app = command_group("Executions of the pipeline's workflow.")
 app.add_typer(failures_app, name="failures")
 app.add_typer(source_dlq_app, name="source-dlq")
 app.add_typer(executions_app, name="executions")

@@ -28,6 +28,7 @@ from fire_and_forget.cli.cli_common import (
     Visibility,
     checked_presentation,
     checked_selection,
+    command_group,
     fail,
     run,
 )
@@ -55,7 +56,7 @@ from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
 from fire_and_forget.runtime.records import FailureRecord
 from fire_and_forget.runtime.redrive import Action, Outcome, RedriveReport, RedriveRequest, redrive_failures
 
-failures_app = typer.Typer(no_args_is_help=True, help="Failed messages in the failure DLQ.")
+failures_app = command_group("Failed messages in the failure DLQ.")
 
 
 @failures_app.command("list")
