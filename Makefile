@@ -122,16 +122,15 @@ test: ## every check: lint, types, synth, cdk-nag, cfn-lint, Checkov, tests
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint checkov chromium
 	@$(MAKE) --no-print-directory pytest
 
+# Both examples in one process, the orders then the catalog, with the same seed and chaos (DEMO_ARGS="--products 100"
+# sets the catalog's first wave).
 DEMO_ARGS ?=
-# The catalog example runs after the orders, with chaos when the orders had it (CATALOG_DEMO_ARGS="--products 100").
-CATALOG_DEMO_ARGS ?= $(filter --chaos,$(DEMO_ARGS))
 
 # COMPARE=1: then the two modes side by side, as `make compare` (about 20 s more).
 COMPARE ?=
 
 demo: synth ## the main job: deploy the app offline, push orders, then product changes, through it (DEMO_ARGS="--orders 500 --chaos", COMPARE=1)
-	$(RUN) python -m demos.orders.demo $(DEMO_ARGS)
-	$(RUN) python -m demos.orders.demo --example catalog $(CATALOG_DEMO_ARGS)
+	$(RUN) python -m demos.orders.demo --example both $(DEMO_ARGS)
 	$(if $(COMPARE),$(MAKE) --no-print-directory compare)
 
 COMPARE_ARGS ?=

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import random
@@ -10,7 +11,7 @@ import threading
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -53,10 +54,12 @@ PROGRESS_LINE_SECONDS = 5.0
 
 
 class Example(StrEnum):
-    """The app's two stacks, each an example of the same construct."""
+    """The app's two stacks, each an example of the same construct; `both` runs the orders, then the catalog, in one
+    process (`make demo`: the second example pays no second start-up)."""
 
     ORDERS = "orders"
     CATALOG = "catalog"
+    BOTH = "both"
 
 # The default mix: mostly good orders, and every kind of trouble the pipeline must survive.
 MIX = {
@@ -160,12 +163,32 @@ def main(
     = 40,
 ) -> None:
     """Deploy the synthesized app into the offline emulator and push orders (or, with --example catalog, product
-    changes) through it."""
+    changes; with --example both, the orders and then the product changes) through it."""
+    catalog_report = CATALOG_REPORT if report == DEFAULT_REPORT else report
     if example is Example.CATALOG:
-        catalog_report = CATALOG_REPORT if report == DEFAULT_REPORT else report
         run_catalog(products=products, chaos=chaos, seed=seed, assembly=assembly, report=catalog_report)
         return
-    run_and_keep(orders=orders, chaos=chaos, seed=seed, assembly=assembly, report=report, port=None)
+    if example is Example.ORDERS:
+        run_and_keep(orders=orders, chaos=chaos, seed=seed, assembly=assembly, report=report, port=None)
+        return
+    orders_balanced = _balanced(functools.partial(run_and_keep, orders=orders, chaos=chaos, seed=seed,
+                                                  assembly=assembly, report=report, port=None))
+    catalog_balanced = _balanced(functools.partial(run_catalog, products=products, chaos=chaos, seed=seed,
+                                                   assembly=assembly, report=report.parent / CATALOG_REPORT.name))
+    if not (orders_balanced and catalog_balanced):
+        raise typer.Exit(1)
+
+
+def _balanced(run: Callable[[], None]) -> bool:
+    """Run one example: False if its account did not balance (exit 1), so that the next example still runs; any other
+    stop (2: nothing synthesized to run) ends the demo."""
+    try:
+        run()
+    except typer.Exit as stopped:
+        if stopped.exit_code != 1:
+            raise
+        return False
+    return True
 
 
 def run_catalog(*, products: int, chaos: bool, seed: int, assembly: Path, report: Path) -> None:

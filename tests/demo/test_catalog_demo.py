@@ -83,3 +83,36 @@ def test_a_message_missing_from_the_index_unbalances_the_catalog_account(cloud_a
 def test_the_catalog_demo_without_a_catalog_stack_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(demo.app, ["--example", "catalog", "--assembly", str(tmp_path)])
     assert result.exit_code == 2 and "make synth" in " ".join(result.output.split())
+
+
+def test_both_examples_run_in_one_process_each_with_its_report(cloud_assembly: Path, tmp_path: Path) -> None:
+    report = tmp_path / "orders.json"
+    result = CliRunner().invoke(demo.app, ["--example", "both", "--orders", "6", "--products", "6", "--seed", "5",
+                                           "--assembly", str(cloud_assembly), "--report", str(report)])
+
+    assert result.exit_code == 0, result.output
+    orders = json.loads(report.read_text(encoding="utf-8"))
+    catalog = json.loads((tmp_path / demo.CATALOG_REPORT.name).read_text(encoding="utf-8"))
+    assert orders["conservation"]["balanced"] is True and catalog["balanced"] is True
+    assert catalog["stack"] == CATALOG_STACK_NAME and catalog["messages_in"] == len(plan_products(6, seed=5).samples)
+    text = " ".join(result.output.split())
+    assert text.index("Fire-and-forget offline demo") < text.index("Catalog example (FireAndForget-Catalog)")
+
+
+def test_an_unbalanced_first_example_still_runs_the_second_and_fails_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+
+    def unbalanced_orders(**_: object) -> None:
+        ran.append("orders")
+        raise demo.typer.Exit(1)
+
+    monkeypatch.setattr(demo, "run_and_keep", unbalanced_orders)
+    monkeypatch.setattr(demo, "run_catalog", lambda **_: ran.append("catalog"))
+    result = CliRunner().invoke(demo.app, ["--example", "both", "--assembly", str(tmp_path)])
+    assert (result.exit_code, ran) == (1, ["orders", "catalog"])
+
+
+def test_both_examples_without_a_synthesized_app_stop_at_the_first_with_a_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(demo.app, ["--example", "both", "--assembly", str(tmp_path)])
+    assert result.exit_code == 2 and "make synth" in " ".join(result.output.split())
