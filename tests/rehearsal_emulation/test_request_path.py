@@ -134,3 +134,28 @@ def test_receivable_is_true_exactly_when_a_receive_would_return_a_message(
     assert not sqs_time.receivable(url) and receive() == []  # in flight
     clock.advance(30)
     assert sqs_time.receivable(url) and len(receive()) == 1  # visible again after its visibility timeout
+
+
+def test_a_queue_s_views_read_the_clock_once_and_agree_with_each_message_s_own_test(
+        clocked_queue: tuple[Any, str, VirtualClock], monkeypatch: pytest.MonkeyPatch) -> None:
+    sqs, url, clock = clocked_queue
+    # Given visible, delayed and in-flight messages
+    for n in range(4):
+        sqs.send_message(QueueUrl=url, MessageBody=f"now-{n}")
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=10)
+    sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2, VisibilityTimeout=30)
+    queue = sqs_time._queue(url)
+    readings: list[int] = []
+    original = sqs_time.unix_time_millis
+    monkeypatch.setattr(sqs_time, "unix_time_millis", lambda: readings.append(1) or original())
+    for moment in (0, 10, 30):
+        clock.advance(moment)
+        readings.clear()
+        # Then each view reads the clock once, and answers what each message's own visible and delayed tests say
+        receivable = queue.messages
+        counts = (queue.approximate_number_of_messages_delayed, queue.approximate_number_of_messages_not_visible)
+        assert len(readings) == 3
+        assert receivable == [m for m in queue._messages if m.visible and not m.delayed]
+        assert counts == (sum(m.delayed for m in queue._messages), sum(not m.visible for m in queue._messages))
+        assert sqs_time.receivable(url) == bool(receivable)
+    assert len(queue.messages) == 5  # all of them, once the delay and the visibility timeout have passed

@@ -11,11 +11,14 @@
   with 0 makes it "immediately visible" (sqs-visibility-timeout.html). moto tests `now > visible_at`, which on a
   clock that stands still keeps a message released with 0 invisible until the clock moves: here it is `>=`.
 
-Two economies, with the same answers. `receivable` tells the rehearsal's pollers (the pipe, the event source
+Three economies, with the same answers. `receivable` tells the rehearsal's pollers (the pipe, the event source
 mappings) from moto's own records that a queue holds nothing to receive, so a quiet round (hundreds of them in a
 rehearsal that runs for days of its clock) asks no ReceiveMessage that would answer empty. And moto tests each
 message it receives against the queue's retention period by computing every attribute of the queue (each count
-walks every message), once per message received; the retention period is read from the queue itself here.
+walks every message), once per message received; the retention period is read from the queue itself here. And moto's
+views of a queue (the receivable messages, the counts of delayed and invisible ones) read the clock once per message,
+a patched clock at that, and SendMessage computes all of them: here each view reads it once, so that firing hundreds
+of messages into a queue no longer costs a clock reading per message already there, per message sent.
 """
 
 from __future__ import annotations
@@ -25,11 +28,31 @@ from datetime import UTC, datetime
 from typing import Any
 
 from moto.core.utils import unix_time, unix_time_millis
-from moto.sqs.models import Message, SQSBackend, sqs_backends
+from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 
 
 def _visible(message: Message) -> bool:
     return bool(unix_time_millis() >= message.visible_at)
+
+
+def _receivable(queue: Queue) -> list[Message]:
+    now = unix_time_millis()
+    return [message for message in queue._messages if now >= message.visible_at and now >= message.delayed_until]
+
+
+def _delayed_count(queue: Queue) -> int:
+    now = unix_time_millis()
+    return sum(1 for message in queue._messages if now < message.delayed_until)
+
+
+def _invisible_count(queue: Queue) -> int:
+    now = unix_time_millis()
+    return sum(1 for message in queue._messages if now < message.visible_at)
+
+
+# moto's Queue properties -> what answers them on the clock (each reads it once).
+_QUEUE_VIEWS = {"messages": _receivable, "approximate_number_of_messages_delayed": _delayed_count,
+                "approximate_number_of_messages_not_visible": _invisible_count}
 
 
 def _retained(self: SQSBackend, queue_name: str, message: Message) -> bool:
@@ -48,14 +71,20 @@ def install_sqs_on_the_clock() -> Callable[[], None]:
                         visibility_timeout: int, message_attribute_names: list[str] | None = None) -> Any:
         return original_receive(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
 
+    original_views = {name: vars(Queue)[name] for name in _QUEUE_VIEWS}
+
     SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
     Message.visible = property(_visible)  # type: ignore[assignment,method-assign]
     SQSBackend.is_message_valid_based_on_retention_period = _retained  # type: ignore[method-assign]
+    for name, view in _QUEUE_VIEWS.items():
+        setattr(Queue, name, property(view))
 
     def uninstall() -> None:
         SQSBackend.receive_message = original_receive  # type: ignore[method-assign]
         Message.visible = original_visible  # type: ignore[method-assign]
         SQSBackend.is_message_valid_based_on_retention_period = original_retained  # type: ignore[method-assign]
+        for name, view in original_views.items():
+            setattr(Queue, name, view)
 
     return uninstall
 
@@ -63,7 +92,8 @@ def install_sqs_on_the_clock() -> Callable[[], None]:
 def receivable(queue_url: str) -> bool:
     """True when a ReceiveMessage on this queue now could return a message: one is visible and not delayed (what
     moto's receive draws from)."""
-    return any(message.visible and not message.delayed for message in _queue(queue_url)._messages)
+    now = unix_time_millis()
+    return any(now >= message.visible_at and now >= message.delayed_until for message in _queue(queue_url)._messages)
 
 
 def queue_arn(queue_url: str) -> str:
