@@ -31,6 +31,9 @@ UNDO = {"ReserveInventory": "ReleaseInventory", "ChargePayment": "RefundPayment"
 # `make smoke` stocks one item of its own (SMOKE-<run id>) in the inventory table and deletes it afterwards.
 SMOKE_STOCK = ["dynamodb:PutItem", "dynamodb:DeleteItem"]
 CLAIMS_DELIVERY = "ReserveInventory"
+# The steps that tell an order's caller how far it went (accepted, reserved, charged, awaiting carrier, shipped), each
+# on its message's row (fire_and_forget.runtime.status): BookCarrier only where the deployment has it.
+REPORTS_PROGRESS = ("ReserveInventory", "ChargePayment", "BookCarrier", "ArrangeShipping")
 # The step that waits for the carrier's own answer (ff:carrierConfirmation), and what a carrier's failure may say.
 BOOK_CARRIER = "BookCarrier"
 CARRIER_ERRORS = ("CarrierDeclined",)
@@ -95,6 +98,7 @@ class OrderStack(Stack):
                 compensations=COMPENSATIONS,
                 undo=UNDO,
                 leave_out=left_out(config),
+                reports_progress=tuple(state for state in REPORTS_PROGRESS if state in tasks.functions),
             ),
             metrics=ORDER_METRICS,
             settings=config,

@@ -90,6 +90,8 @@ def check_books(run: Run, client: Any, tables: dict[str, str], initial: dict[str
             )
 
     _check_places(run, started, by_attempt, shipper, where, claim_outages)
+    if "deliveries" in tables:
+        _check_status(run, started, _rows(client, tables["deliveries"]), shipper, where)
     # A good order with no fault succeeds.
     if not run.faults:
         assert shipper is not None, f"a good order without faults did not ship: {where}"
@@ -124,3 +126,30 @@ def _check_places(run: Run, started: list[Any], by_attempt: dict[str, Any], ship
         if succeeded:
             assert shipper == message_id, f"{message_id} succeeded but {shipper} shipped: {where}"
     assert placed >= 1, f"every message of the order was ignored: the order is nowhere: {where}"
+
+
+def _check_status(run: Run, started: list[Any], rows: list[dict[str, Any]], shipper: str | None, where: str) -> None:
+    """What a caller reads on its message's row says what became of it (the row as DynamoDB JSON, read here, not
+    through fire_and_forget.runtime.status): succeeded exactly when its owning execution shipped the order; failed,
+    with the error recorded, exactly when that execution's failure is in the DLQ; absorbed when another message owns
+    the order."""
+    by_message = {row["messageId"]: row for row in rows}
+    for execution in started:
+        message_id = execution.attempt.message_id
+        row = by_message.get(message_id, {})
+        if row.get("executionArn") != execution.arn:
+            continue  # a twin delivery that lost the claim: the row is the owner's, read for the owner
+        outcome = row.get("outcome")
+        shipped = execution.end == SUCCEEDED_END
+        assert (outcome == "SUCCEEDED") == shipped, f"{message_id} reads {outcome!r}, ended {execution.end}: {where}"
+        if shipped:
+            assert row.get("stage") == "shipped" and shipper == message_id, f"{message_id} reads {row}: {where}"
+        recorded = [entry for entry in run.dlq
+                    if entry["record"]["messageId"] == message_id and entry["executionArn"] == execution.arn]
+        if recorded:
+            assert outcome == "FAILED" and row.get("error") == recorded[0]["failure"]["error"], (
+                f"{message_id} is in the DLQ ({recorded[0]['failure']['error']}) but reads {row}: {where}")
+        if outcome == "ABSORBED":
+            owner = by_message.get(row.get("absorbedBy") or "", {})
+            assert execution.end in IGNORED_ENDS and owner and owner.get("executionArn") != execution.arn, (
+                f"{message_id} reads absorbed by {row.get('absorbedBy')!r}: {where}")

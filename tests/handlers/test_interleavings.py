@@ -95,6 +95,7 @@ def exploring(
         "reservations": account.reservations_table,
         "payments": account.payments_table,
         "shipments": account.shipments_table,
+        "deliveries": account.deliveries_table,
     }
     backend = dynamodb_backends["123456789012"]["us-east-1"]
     context = FakeLambdaContext()

@@ -17,7 +17,7 @@ from fire_and_forget.cli.output import text_lines
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import failed_orders, ff_ops
 
-READ_COMMANDS = {"status", "trace", "report", "failures list", "failures show"}
+READ_COMMANDS = {"status", "trace", "report", "message", "failures list", "failures show"}
 WRITE_COMMANDS = {"failures redrive", "failures discard", "source-dlq redrive", "executions redrive"}
 
 

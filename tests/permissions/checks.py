@@ -13,6 +13,8 @@ OPERATOR = f"arn:{PARTITION}:iam::{ACCOUNT}:role/Operator"
 SQS_SEND_KEY = ("kms:GenerateDataKey", "kms:Decrypt")  # SQS SSE: a sender needs both, a receiver kms:Decrypt
 SNS_PUBLISH_KEY = ("kms:GenerateDataKey", "kms:Decrypt")
 TABLE_CALLS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+# A step reporting the message's progress on its row (fire_and_forget.runtime.status.AttemptProgress).
+PROGRESS_TABLE_CALLS = ("dynamodb:UpdateItem",)
 # Services for which AWS documents aws:SourceAccount / aws:SourceArn in the KMS request for some deliveries and not
 # others (SNS: absent for EventBridge to an encrypted topic; no SQS page says): their key use is judged both ways.
 SOURCE_KEYS_MAYBE_ABSENT = ("events.amazonaws.com",)

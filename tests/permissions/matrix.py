@@ -18,6 +18,7 @@ from tests.permissions.callback_edges import CallbackEdges
 from tests.permissions.checks import (
     CHAT_CHANNELS,
     OPERATOR,
+    PROGRESS_TABLE_CALLS,
     ROLE_USERS,
     SNS_PUBLISH_KEY,
     SQS_SEND_KEY,
@@ -146,6 +147,16 @@ class MatrixBuilder(HealingEdges, CallbackEdges):
                         resource = self.a.att(other, "Ref" if kind == "AWS::SNS::Topic" else "Arn")
                         self.denied(edge, role, action, resource, "no Task of the ASL uses it", other)
 
+    def _calls_on(self, function: str, variables: dict[str, Any], deliveries: bool,
+                  calls: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The table calls a function makes on one of its tables: on the deliveries table, a step that reports the
+        message's progress (it has the table, and is neither the claiming task nor a healing function) only updates
+        the message's row (fire_and_forget.runtime.status.AttemptProgress)."""
+        reports = deliveries and "DELIVERY_CLAIM_TTL_SECONDS" not in variables
+        if reports and self.table_calls(function) == (TABLE_CALLS, ()):
+            return PROGRESS_TABLE_CALLS, tuple(c for c in TABLE_CALLS if c not in PROGRESS_TABLE_CALLS)
+        return calls
+
     def functions(self) -> None:
         tables = self.a.of_type("AWS::DynamoDB::Table")
         for function, res in self.a.of_type("AWS::Lambda::Function").items():
@@ -156,12 +167,16 @@ class MatrixBuilder(HealingEdges, CallbackEdges):
             callback_calls = self.callback_table_calls(function)
             allowed_calls, denied_calls = self.table_calls(function) if callback_calls is None else \
                 (callback_calls, tuple(c for c in TABLE_CALLS if c not in callback_calls))
+            named = variables.get("DELIVERIES_TABLE_NAME")
+            deliveries = self.a.lid(named) if named is not None else None
             for table in sorted(used):
                 self.a.covered.add(("function-table", f"{function}.{table}"))
                 edge = f"function {function} uses {table}"
-                for action in denied_calls:
+                allowed, denied = self._calls_on(function, variables, table == deliveries,
+                                                 (allowed_calls, denied_calls))
+                for action in denied:
                     self.denied(edge, role, action, self.a.att(table), "a table call it never makes", table)
-                for action in allowed_calls:
+                for action in allowed:
                     self.role_call(
                         edge,
                         role,

@@ -234,3 +234,40 @@ def test_a_task_inside_a_map_without_timeout_seconds_is_refused(tmp_path: Path) 
     definition = _map_around_the_task(minimal.valid_definition(), catch=True, inner_timeout=False)
     message = refused(tmp_path, definition)
     assert f"Task 'Inner' (inside '{TASK}') has no TimeoutSeconds" in message
+
+
+def test_reports_progress_naming_a_missing_function_is_refused(tmp_path: Path) -> None:
+    scope = minimal.stack()
+    path = minimal.write(tmp_path, minimal.valid_definition())
+    with pytest.raises(WiringError, match="reports_progress names Ship, which are not its functions"):
+        Workflow(title="Minimal", definition_file=path, functions={TASK: minimal.function(scope)},
+                 claims_delivery=TASK, reports_progress=(TASK, "Ship"))
+
+
+def test_reports_progress_in_request_response_is_refused(tmp_path: Path) -> None:
+    # In REQUEST_RESPONSE the message waits in the source queue until its execution returns: that is its status.
+    from fire_and_forget.construct.request_response import REQUEST_RESPONSE
+
+    scope = minimal.stack()
+    flow = Workflow(title="Minimal", definition_file=minimal.write(tmp_path, minimal.valid_definition()),
+                    functions={TASK: minimal.function(scope)}, claims_delivery=TASK, reports_progress=(TASK,))
+    with pytest.raises(WiringError, match="reports_progress is for FIRE_AND_FORGET"):
+        minimal.pipeline_from(scope, flow, invocation_type=REQUEST_RESPONSE)
+
+
+def test_a_callers_role_is_granted_reading_its_messages_status(tmp_path: Path) -> None:
+    from aws_cdk import aws_iam as iam
+
+    from tests.support.template import actions, statements
+
+    scope = minimal.stack()
+    pipeline = minimal.pipeline(scope, minimal.write(tmp_path, minimal.valid_definition()))
+    caller = iam.Role(scope, "Caller", assumed_by=iam.AccountRootPrincipal())
+    pipeline.grant_status_read(caller)
+    template = scope.node.root.synth().get_stack_by_name("Minimal").template  # type: ignore[attr-defined]
+    (role_id,) = [logical_id for logical_id, r in template["Resources"].items()
+                  if r["Type"] == "AWS::IAM::Role" and logical_id.startswith("Caller")]
+    granted = statements(template, role_id)
+    table = next(s for s in granted if "dynamodb:GetItem" in actions(s))
+    assert actions(table) == {"dynamodb:GetItem"} and "DeliveriesTable" in str(table["Resource"])
+    assert any(actions(s) == {"kms:Decrypt"} for s in granted)

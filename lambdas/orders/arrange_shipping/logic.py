@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from common import aws
+from common import aws, progress
 from common.carriers import carrier_for
 from common.idempotency import StepKey, run_once
 from common.observability import correlate, count, logger
@@ -43,7 +43,7 @@ def arrange_shipping(
     key = StepKey(order.order_id, STEP, order.attempt_id)
     shipment = run_once(
         key,
-        lambda: _arrange(order, settings.served_countries, shipments, ledger),
+        lambda: _arrange(order, settings, shipments, ledger),
         settings=settings.idempotency,
         context=context,
     )
@@ -51,9 +51,9 @@ def arrange_shipping(
 
 
 def _arrange(
-    order: ShippingInput, served: frozenset[str], shipments: ShipmentStore, ledger: DynamoDBOrderLedger
+    order: ShippingInput, settings: ArrangeShippingSettings, shipments: ShipmentStore, ledger: DynamoDBOrderLedger
 ) -> dict[str, Any]:
-    carrier = carrier_for(order.order_id, order.country, served)
+    carrier = carrier_for(order.order_id, order.country, settings.served_countries)
     # The shipment and the ledger's COMPLETED in one transaction: only the order's owner ships.
     complete = ledger.transition_item(
         order.order_id, order.attempt_id, order.execution_arn, to=COMPLETED, allowed_from=(ACTIVE,)
@@ -63,4 +63,7 @@ def _arrange(
         count("OrdersShipped")
     else:
         logger.info("order already shipped", extra={"shipmentId": shipment.shipment_id})
+    # The saga's last step: the order is done for its caller.
+    progress.report(settings.deliveries_table, message_id=order.attempt_id, execution_arn=order.execution_arn,
+                    stage=progress.SHIPPED, done=True)
     return shipment.as_output()

@@ -14,7 +14,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from common import aws
+from common import aws, progress
 from common.carriers import carrier_for
 from common.errors import InvalidOrder, aws_errors_as_transient
 from common.observability import correlate, count, logger
@@ -51,6 +51,8 @@ def book_carrier(event: dict[str, Any], *, settings: BookCarrierSettings, waits:
                          MessageBody=json.dumps(_request(order, carrier, request)))
     count("CarrierRequests")
     logger.info("shipment handed to the carrier", extra={"carrier": carrier})
+    progress.report(settings.deliveries_table, message_id=order.attempt_id, execution_arn=order.execution_arn,
+                    stage=progress.AWAITING_CARRIER)
     return {"orderId": order.order_id, "carrier": carrier, "request": request}
 
 

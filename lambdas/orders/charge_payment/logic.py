@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from common import aws
+from common import aws, progress
 from common.errors import DuplicateOrder, PaymentDeclined, TransientError
 from common.idempotency import StepKey, run_once
 from common.observability import correlate, count, logger
@@ -45,13 +45,13 @@ def charge_payment(
     correlate(order_id=order.order_id, message_id=order.attempt_id)
     execution_arn = str(event.get("executionArn") or "")
     key = StepKey(order.order_id, STEP, order.attempt_id)
-    payment = run_once(key, lambda: _charge(order, execution_arn, provider, ledger),
+    payment = run_once(key, lambda: _charge(order, execution_arn, provider, ledger, settings.deliveries_table),
                        settings=settings.idempotency, context=context)
     return {**event, "payment": payment}
 
 
 def _charge(order: ChargeInput, execution_arn: str, provider: PaymentProvider,
-            ledger: DynamoDBOrderLedger) -> dict[str, Any]:
+            ledger: DynamoDBOrderLedger, deliveries_table: str | None) -> dict[str, Any]:
     request = ChargeRequest(
         order_id=order.order_id,
         customer_id=order.customer_id,
@@ -76,6 +76,7 @@ def _charge(order: ChargeInput, execution_arn: str, provider: PaymentProvider,
         count("OrdersCharged")
     else:
         logger.info("order already charged by this attempt", extra={"chargeId": charge.charge_id})
+    progress.report(deliveries_table, message_id=order.attempt_id, execution_arn=execution_arn, stage=progress.CHARGED)
     return charge.as_output()
 
 

@@ -74,6 +74,7 @@ class ChargePaymentSettings(NamedTuple):
     orders_table: str  # read only: whether this attempt owns the order, before it refunds another attempt's charge
     default_credit_limit: Decimal
     idempotency: IdempotencySettings
+    deliveries_table: str | None = None  # where it reports the order's progress (common/progress.py)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ChargePaymentSettings:
@@ -89,6 +90,7 @@ class ChargePaymentSettings(NamedTuple):
             orders_table=_required(env, "ORDERS_TABLE_NAME"),
             default_credit_limit=limit,
             idempotency=IdempotencySettings.from_env(env),
+            deliveries_table=env.get("DELIVERIES_TABLE_NAME") or None,
         )
 
 
@@ -106,6 +108,7 @@ class ArrangeShippingSettings(NamedTuple):
     orders_table: str
     served_countries: frozenset[str]
     idempotency: IdempotencySettings
+    deliveries_table: str | None = None  # where it reports the order's progress (common/progress.py)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ArrangeShippingSettings:
@@ -114,6 +117,7 @@ class ArrangeShippingSettings(NamedTuple):
             orders_table=_required(env, "ORDERS_TABLE_NAME"),
             served_countries=_served_countries(env),
             idempotency=IdempotencySettings.from_env(env),
+            deliveries_table=env.get("DELIVERIES_TABLE_NAME") or None,
         )
 
 
@@ -122,6 +126,7 @@ class BookCarrierSettings(NamedTuple):
     carrier_requests_queue_url: str
     served_countries: frozenset[str]
     timeout_seconds: int  # how long the workflow waits for the carrier (BookCarrier's TimeoutSeconds)
+    deliveries_table: str | None = None  # where it reports the order's progress (common/progress.py)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> BookCarrierSettings:
@@ -133,6 +138,7 @@ class BookCarrierSettings(NamedTuple):
             carrier_requests_queue_url=_required(env, "CARRIER_REQUESTS_QUEUE_URL"),
             served_countries=_served_countries(env),
             timeout_seconds=int(raw),
+            deliveries_table=env.get("DELIVERIES_TABLE_NAME") or None,
         )
 
 

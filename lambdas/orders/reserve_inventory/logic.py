@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from common import aws
+from common import aws, progress
 from common.errors import DuplicateDelivery, DuplicateOrder, InvalidOrder, OrderConflict, OutOfStock, TransientError
 from common.idempotency import StepKey, run_once
 from common.inventory import RESERVED, ClaimLost, DynamoDBInventory, InventoryStore
@@ -69,14 +69,15 @@ def reserve_inventory(
     key = StepKey(order.orderId, STEP, record.message_id)
     return run_once(
         key,
-        lambda: _reserve(order, record.message_id, execution_arn, inventory, ledger),
+        lambda: _reserve(order, record.message_id, execution_arn, inventory, ledger, settings.deliveries_table),
         settings=settings.idempotency,
         context=context,
     )
 
 
 def _reserve(
-    order: Order, attempt_id: str, execution_arn: str, inventory: InventoryStore, ledger: DynamoDBOrderLedger
+    order: Order, attempt_id: str, execution_arn: str, inventory: InventoryStore, ledger: DynamoDBOrderLedger,
+    deliveries_table: str | None,
 ) -> dict[str, Any]:
     body = order.to_json_dict()
     order_fingerprint = fingerprint(body)
@@ -92,6 +93,9 @@ def _reserve(
         except DuplicateOrder:
             count("DuplicateOrders")
             logger.info("another attempt owns this order", extra={"ownedBy": entry and entry.attempt_id})
+            if entry is not None:
+                progress.absorbed(deliveries_table, message_id=attempt_id, execution_arn=execution_arn,
+                                  owner_message_id=entry.attempt_id)
             raise
         if decision == OWN:
             # A retry of this attempt after its transaction committed: the reservation is already ours.
@@ -118,6 +122,7 @@ def _reserve(
         count("OrdersReserved")
     else:
         logger.info("order already holds a reservation", extra={"reservedBy": reservation.attempt_id})
+    progress.report(deliveries_table, message_id=attempt_id, execution_arn=execution_arn, stage=progress.RESERVED)
     return {
         "orderId": order.orderId,
         "customerId": order.customerId,

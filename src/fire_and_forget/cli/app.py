@@ -51,6 +51,7 @@ from fire_and_forget.cli.guard import (
     Yes,
     require_an_answer,
 )
+from fire_and_forget.cli.healing import policy_of
 from fire_and_forget.cli.source_dlq import MoveResult, list_messages, queue_arn, redrive_source_dlq, running_task
 from fire_and_forget.cli.stack import BOTH_MODES, DeployedStack
 from fire_and_forget.cli.status import collect_status
@@ -58,6 +59,7 @@ from fire_and_forget.cli.trend_page import key_nouns
 from fire_and_forget.cli.trend_report import DEFAULT_MAX_EXECUTIONS as DEFAULT_MAX_TREND_EXECUTIONS
 from fire_and_forget.cli.trend_report import collect as collect_trends
 from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
+from fire_and_forget.runtime.status import State, read_status
 
 app = command_group("Inspect a Fire-and-Forget pipeline's failed messages and redrive them without losing one.",
                     add_completion=False)
@@ -97,6 +99,25 @@ def status(stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, pr
 
 
 cli_trace.register(app)
+
+
+@app.command("message")
+def message_status(message_id: Annotated[str, typer.Argument(help="The MessageId SendMessage returned to the caller.")],
+                   stack_name: StackName = DEFAULT_STACK_NAME, region: Region = None, profile: Profile = None,
+                   as_json: AsJson = False, output: OutputOption = None, query: Query = None) -> None:
+    """Where a caller's message stands: accepted, in progress (its last stage), succeeded, failed (and whether an
+    automatic redrive follows) or absorbed; a redriven message is followed to its latest attempt."""
+    shown = checked_presentation(as_json, output, query)
+
+    def body(clients: Clients, stack: DeployedStack, out: Console) -> tuple[ExitCode, dict[str, Any] | None]:
+        found = read_status(clients.dynamodb, stack.output(Output.DELIVERIES_TABLE_NAME), message_id,
+                            policy_of(stack))
+        if shown.is_table:
+            render.message_status(out, found)
+        code = ExitCode.NOT_FOUND if found.state is State.UNKNOWN else ExitCode.OK
+        return code, {"schema": "ff-ops/message/v1", "stack": stack.name, **found.as_json()}
+
+    run(stack_name, region, profile, shown, body)
 
 
 @app.command("report")

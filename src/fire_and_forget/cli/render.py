@@ -21,6 +21,7 @@ from fire_and_forget.cli.source_dlq import MoveResult, MoveTask
 from fire_and_forget.cli.status import StackStatus
 from fire_and_forget.runtime.records import FailureRecord
 from fire_and_forget.runtime.redrive import Action, Outcome, RedriveReport
+from fire_and_forget.runtime.status import MessageStatus, State
 
 
 def _when(value: datetime | None) -> str:
@@ -284,3 +285,22 @@ def healing_status(console: Console, healing: HealingStatus | None, hours: float
     else:
         console.print(f"Healed automatically in the last {hours:g} h: {healed.executions_reconciled} executions "
                       f"reconciled, {healed.failures_auto_redriven} failures redriven", highlight=False)
+
+
+def message_status(out: Console, status: MessageStatus) -> None:
+    """`ff-ops message`: one line of where the message stands, then what the row says of it."""
+    headline = {State.UNKNOWN: "unknown: no row (not received yet, or past the rows' expiry)",
+                State.ACCEPTED: "accepted: an execution owns it, no step has reported yet",
+                State.IN_PROGRESS: f"in progress: {status.stage}",
+                State.SUCCEEDED: "succeeded" + (f" ({status.stage})" if status.stage else ""),
+                State.ABSORBED: f"absorbed: message {status.absorbed_by} carries the same work",
+                State.FAILED: f"failed in {status.failed_state or '?'}: {status.error or '?'}"}[status.state]
+    if status.state is State.FAILED:
+        headline += {True: "; an automatic redrive follows", False: "; nothing more happens without a person",
+                     None: ""}[status.retry]
+    out.print(f"{status.message_id}  {headline}", soft_wrap=True, highlight=False)
+    if status.attempt_message_id not in (None, status.message_id):
+        out.print(f"  redriven {status.attempts} time(s); the latest attempt is message {status.attempt_message_id}",
+                  soft_wrap=True, highlight=False)
+    if status.execution_arn:
+        out.print(f"  execution {status.execution_arn}", soft_wrap=True, highlight=False)

@@ -358,12 +358,29 @@ class FireAndForgetPipeline(Construct):
         """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""
         table = encrypted_table(self, "DeliveriesTable", partition_key="messageId", key=self.key,
                                 settings=props.settings, ttl_attribute="expiresAt")
-        claimer = props.workflow.functions[props.workflow.claims_delivery]
+        workflow = props.workflow
+        claimer = workflow.functions[workflow.claims_delivery]
         table.grant_read_write_data(claimer)
         claimer.add_environment("DELIVERIES_TABLE_NAME", table.table_name)
         # As long as the idempotency records: a duplicate cannot outlive the claim.
         claimer.add_environment("DELIVERY_CLAIM_TTL_SECONDS", str(props.settings.idempotency_expiry_seconds))
+        if workflow.reports_progress and props.invocation_type == REQUEST_RESPONSE:
+            raise WiringError(f"Workflow {workflow.title!r}: reports_progress is for FIRE_AND_FORGET: in "
+                              "REQUEST_RESPONSE the message stays in the source queue until its execution returns, "
+                              "and that is its status")
+        for state in workflow.reports_progress:
+            reporter = workflow.functions[state]
+            if state != workflow.claims_delivery:  # the claimer reads and writes the table already
+                table.grant(reporter, "dynamodb:UpdateItem")
+                self.key.grant_encrypt_decrypt(reporter)
+                reporter.add_environment("DELIVERIES_TABLE_NAME", table.table_name)
         return table
+
+    def grant_status_read(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let `grantee` (a caller's role) read its messages' status (fire_and_forget.runtime.status.read_status):
+        GetItem on the deliveries table, and decrypt with the pipeline's key."""
+        self.key.grant_decrypt(grantee)
+        return self.deliveries_table.grant(grantee, "dynamodb:GetItem")
 
 
 # CloudFormation names a state machine without a StateMachineName `<stack name>-<logical id>-<12 characters>`, and

@@ -92,6 +92,9 @@ class Workflow:
     `substitutions` fill further `${Name}` placeholders (a table name the ASL reads, say).
     `leave_out` names optional states of the file this deployment goes without: each is bypassed (whatever goes to
     it goes to its Next) and the states only it reached (its failure path) are dropped (state_graph.without_states).
+    `reports_progress` names the states whose functions tell the message's caller how far its work went
+    (fire_and_forget.runtime.status.AttemptProgress): the construct lets each update the message's row in the
+    deliveries table and sets DELIVERIES_TABLE_NAME (FIRE_AND_FORGET only).
     """
 
     title: str
@@ -102,6 +105,7 @@ class Workflow:
     substitutions: Mapping[str, str] = field(default_factory=dict)
     undo: Mapping[str, str] = field(default_factory=dict)
     leave_out: tuple[str, ...] = ()
+    reports_progress: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.title or len(self.title) > MAX_TITLE or not set(self.title) <= TITLE_CHARACTERS:
@@ -114,6 +118,10 @@ class Workflow:
                 f"Workflow {self.title!r}: claims_delivery names {self.claims_delivery!r}, which is not one of its "
                 f"functions ({', '.join(self.functions)}). Name the entry task whose function claims the message."
             )
+        strangers = sorted(set(self.reports_progress) - set(self.functions))
+        if strangers:
+            raise WiringError(f"Workflow {self.title!r}: reports_progress names {', '.join(strangers)}, which are not "
+                              "its functions")
         unknown = sorted({*self.undo, *self.undo.values()} - set(self.functions))
         if unknown:
             raise WiringError(f"Workflow {self.title!r}: undo names {', '.join(unknown)}, which are not its functions")

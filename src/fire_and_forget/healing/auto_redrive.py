@@ -12,6 +12,7 @@ does, fire_and_forget/healing/announcements.py). The records of one execution co
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -66,8 +67,10 @@ class AutoRedriveReport:
 
 
 def redrive_due(sqs: SQSClient, *, dlq_url: str, source_url: str, policy: HealingPolicy, now: datetime,
-                key_field: str, period: timedelta = timedelta(0)) -> AutoRedriveReport:
-    """Send back what is due; `period` is the Redriver's schedule rate, past which a waiting record is overdue."""
+                key_field: str, period: timedelta = timedelta(0),
+                sent: Callable[[FailureRecord, str], None] | None = None) -> AutoRedriveReport:
+    """Send back what is due; `period` is the Redriver's schedule rate, past which a waiting record is overdue;
+    `sent` is told of each message sent back (the status link: fire_and_forget.runtime.status.redrive_links)."""
     report = AutoRedriveReport()
 
     def choose(record: FailureRecord) -> bool:
@@ -89,6 +92,6 @@ def redrive_due(sqs: SQSClient, *, dlq_url: str, source_url: str, policy: Healin
         }
 
     request = RedriveRequest(selection=Selection(), key_field=key_field, choose=choose,
-                             extra_attributes=extra_attributes, wait_seconds=0)
+                             extra_attributes=extra_attributes, wait_seconds=0, sent=sent)
     report.redrive = redrive_failures(sqs, dlq_url, source_url, request)
     return report

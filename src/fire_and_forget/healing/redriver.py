@@ -26,9 +26,11 @@ from fire_and_forget.healing.telemetry import (
     metrics,
 )
 from fire_and_forget.runtime.healing_policy import Disposition, HealingPolicy
+from fire_and_forget.runtime.status import redrive_links
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
 
@@ -40,6 +42,13 @@ def _sqs() -> SQSClient:
     return boto3.client("sqs")
 
 
+@cache
+def _dynamodb() -> DynamoDBClient:
+    """The DynamoDB client, made once per execution environment like the SQS one; used only when a run sends a
+    message back (its status link) or announces one it cannot."""
+    return boto3.client("dynamodb")
+
+
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -47,10 +56,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     report = redrive_due(_sqs(), dlq_url=os.environ["FAILURE_DLQ_URL"],
                          source_url=os.environ["SOURCE_QUEUE_URL"], policy=HealingPolicy.from_environment(),
                          now=now, key_field=os.environ["MESSAGE_KEY_FIELD"],
-                         period=timedelta(seconds=int(os.environ["REDRIVE_PERIOD_SECONDS"])))
+                         period=timedelta(seconds=int(os.environ["REDRIVE_PERIOD_SECONDS"])),
+                         sent=redrive_links(_dynamodb(), os.environ["DELIVERIES_TABLE_NAME"],
+                                            int(os.environ["DELIVERY_CLAIM_TTL_SECONDS"])))
     announced = []
     if report.unsendable:  # rare: no clients for it on the usual run
-        announcer = Announcer(dynamodb=boto3.client("dynamodb"), sns=boto3.client("sns"),
+        announcer = Announcer(dynamodb=_dynamodb(), sns=boto3.client("sns"),
                               settings=AnnouncerSettings.from_environment(os.environ))
         announced = [record.message_id for record, found in report.unsendable
                      if announcer.announce(record, found, now)]

@@ -114,6 +114,7 @@ class Rehearsal:
         self.event_sources: EventSourceMappings  # the template's SQS event source mappings (event_sources.py)
         self.scheduler: Scheduler  # the template's schedules, on `virtual_clock` (schedules.py)
         self._started_elsewhere: list[str] = []  # executions of the workflow the pipe did not start (a reconciler's)
+        self.sent: list[str] = []  # the MessageId of every message `send` fired, in order: the callers' messages
         self._announced: set[str] = set()
         self._uninstall_service_faults: Any = None
         self._uninstall_client_cache: Any = None
@@ -225,6 +226,7 @@ class Rehearsal:
             MessageBody=body if isinstance(body, str) else json.dumps(body),
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in (attributes or {}).items()},
         )
+        self.sent.append(str(message["MessageId"]))
         return str(message["MessageId"])
 
     def run(self, timeout_seconds: float = 300.0) -> list[Execution]:

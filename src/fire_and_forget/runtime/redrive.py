@@ -102,6 +102,9 @@ class RedriveRequest:
     extra_attributes: Callable[[FailureRecord], dict[str, MessageAttributeValueTypeDef]] | None = None
     # Called just before each send, to wait for its turn (ff-ops' --rate).
     pace: Callable[[], None] | None = None
+    # Called once a record's message is back in the source queue, with the MessageId it got there: the status link
+    # (fire_and_forget.runtime.status.redrive_links), so that the caller's message id leads to the new attempt.
+    sent: Callable[[FailureRecord, str], None] | None = None
 
 
 def redrive_failures(sqs: SQSClient, dlq_url: str, source_url: str, request: RedriveRequest,
@@ -155,6 +158,8 @@ def _handle(sqs: SQSClient, held: HeldMessages, parsed: FailureRecord | Unrecogn
     sent = _send_then_delete(sqs, held, parsed, source_url, request)
     if sent.action not in (Action.REDRIVEN, Action.SENT_NOT_DELETED):
         return [sent]
+    if request.sent is not None and sent.new_message_id is not None:
+        request.sent(parsed, sent.new_message_id)
     return [sent, *(_delete_copy(sqs, held, parsed, copy, sent.new_message_id) for copy in parsed.copies)]
 
 

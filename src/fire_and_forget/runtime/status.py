@@ -1,0 +1,245 @@
+"""Where a caller's message stands: read from its row in the deliveries table, which the pipeline keeps anyway.
+
+A caller that drops a message and moves on keeps the MessageId SendMessage returned. The message's row (keyed by that
+id, docs/design.md "The delivery claim") already holds what the pattern knows of it, at no extra write:
+- the entry step's claim: which execution owns it, and since when (`executionArn`, `claimedAt`): *accepted*;
+- the failure tail's ClaimFailure: `outcome` FAILED with the failed state, the error and the manual-repair flag;
+- the Reconciler's `reconciliation` and `summary`, for an execution that timed out, was stopped or failed where no
+  Catch saw it.
+What only the workflow knows, its steps add (`AttemptProgress`, one UpdateItem each, on the attempt's own row):
+a *stage* name after each step that matters to the caller, `done` on the last (*succeeded*), or that another
+attempt owns the work (*absorbed*: a producer's resend of work another message already carries). And the automatic
+redrive notes on the caller's row which message carries the work now (`link_redrive`, through the Redriver's
+`redrive_links` hook), so that reading the caller's id follows the work to its latest attempt.
+
+Every step write is conditional on the attempt still owning its row and no outcome being recorded on it: a late
+invocation of an execution that was stopped, reconciled or whose failure is recorded cannot move the status back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from fire_and_forget.runtime.errors import aws_errors_as_transient, error_code
+from fire_and_forget.runtime.healing_policy import Disposition, HealingPolicy, first_message_id
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+    from fire_and_forget.runtime.records import FailureRecord
+
+FAILED = "FAILED"  # the `outcome` the failure tail's ClaimFailure writes
+SUCCEEDED = "SUCCEEDED"
+ABSORBED = "ABSORBED"
+MAX_LINKS = 16  # redrives followed from the caller's row; the Redriver stops at its policy's max_attempts (3)
+
+
+class State(StrEnum):
+    """Where a message stands, as `read_status` tells it."""
+
+    UNKNOWN = "unknown"  # no row: not received yet (or never sent, or past the rows' expiry)
+    ACCEPTED = "accepted"  # an execution owns it; no step has reported yet
+    IN_PROGRESS = "in progress"  # a step reported a stage
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # recorded in the failure DLQ; `retry` says whether the automatic redrive will try again
+    ABSORBED = "absorbed"  # another message carries the same work (`absorbed_by`)
+
+
+@dataclass(frozen=True)
+class MessageStatus:
+    """A message's status: its own id, and the attempt that carries its work now (itself unless redriven)."""
+
+    message_id: str
+    state: State
+    attempt_message_id: str | None = None
+    attempts: int = 0  # redrives of the caller's message so far (the copies linked to it, and to them)
+    stage: str | None = None
+    execution_arn: str | None = None
+    error: str | None = None
+    failed_state: str | None = None
+    manual_repair: bool = False
+    retry: bool | None = None  # FAILED: whether an automatic redrive follows (None: no policy to tell)
+    absorbed_by: str | None = None
+    updated_at: int | None = None  # epoch seconds of the latest write the row records
+
+    @property
+    def final(self) -> bool:
+        """Nothing more will happen without a person (or the caller): succeeded, absorbed, or failed for good."""
+        return self.state in (State.SUCCEEDED, State.ABSORBED) or (self.state is State.FAILED and self.retry is False)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"messageId": self.message_id, "state": self.state.value, "final": self.final,
+                "attemptMessageId": self.attempt_message_id, "redrives": self.attempts, "stage": self.stage,
+                "executionArn": self.execution_arn, "error": self.error, "failedState": self.failed_state,
+                "manualRepair": self.manual_repair, "retry": self.retry, "absorbedBy": self.absorbed_by,
+                "updatedAt": self.updated_at}
+
+
+class AttemptProgress:
+    """What one attempt (an execution of one message) reports on its message's row, for the caller to read."""
+
+    def __init__(self, client: DynamoDBClient, table: str, message_id: str, execution_arn: str) -> None:
+        self._client = client
+        self._table = table
+        self._message_id = message_id
+        self._execution_arn = execution_arn
+
+    def mark(self, stage: str, *, done: bool = False) -> bool:
+        """The attempt reached `stage`; with `done`, its work is complete (call it from the workflow's last step only:
+        a workflow that can still fail after it would report a success it did not have). False when the row is no
+        longer this attempt's to write (another owns it, or an outcome or a reconciliation is recorded on it)."""
+        expression = "SET stage = :stage, updatedAt = :now"
+        values: dict[str, Any] = {":stage": {"S": stage}}
+        if done:
+            expression += ", outcome = :outcome"
+            values[":outcome"] = {"S": SUCCEEDED}
+        return self._write(expression, values)
+
+    def absorbed(self, owner_message_id: str) -> bool:
+        """Another message owns this work (a producer's resend of work already taken): this one ends without it."""
+        return self._write("SET outcome = :outcome, absorbedBy = :owner, updatedAt = :now",
+                           {":outcome": {"S": ABSORBED}, ":owner": {"S": owner_message_id}})
+
+    def _write(self, expression: str, values: dict[str, Any]) -> bool:
+        try:
+            with aws_errors_as_transient("reporting the message's progress"):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key={"messageId": {"S": self._message_id}},
+                    UpdateExpression=expression,
+                    ConditionExpression="executionArn = :arn AND attribute_not_exists(outcome) "
+                                        "AND attribute_not_exists(reconciliation)",
+                    ExpressionAttributeValues={**values, ":arn": {"S": self._execution_arn},
+                                               ":now": {"N": str(int(time.time()))}},
+                )
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+
+def link_redrive(client: DynamoDBClient, table: str, *, first_message_id: str, copy_message_id: str,
+                 ttl_seconds: int) -> None:
+    """Note on the caller's row that `copy_message_id` now carries its work (sent back to the source queue by a
+    redrive). Each copy is linked once; the latest linked is the current attempt (a copy is sent only once the
+    attempt before it failed)."""
+    now = int(time.time())
+    try:
+        client.update_item(
+            TableName=table,
+            Key={"messageId": {"S": first_message_id}},
+            UpdateExpression="SET latestAttempt = :copy, updatedAt = :now, "
+                             "expiresAt = if_not_exists(expiresAt, :ttl) ADD linkedAttempts :copies",
+            ConditionExpression="NOT contains(linkedAttempts, :copy)",
+            ExpressionAttributeValues={":copy": {"S": copy_message_id}, ":copies": {"SS": [copy_message_id]},
+                                       ":now": {"N": str(now)}, ":ttl": {"N": str(now + ttl_seconds)}},
+        )
+    except ClientError as error:
+        if error_code(error) != "ConditionalCheckFailedException":  # linked already: a repeated redrive report
+            raise
+
+
+def redrive_links(client: DynamoDBClient, table: str, ttl_seconds: int) -> Callable[[FailureRecord, str], None]:
+    """The redrive's `sent` hook (fire_and_forget.runtime.redrive.RedriveRequest): each message sent back is linked to
+    its caller's message (the redrive's ffFirstMessageId, else the record's own). A link that cannot be written is
+    left out, never the redrive: the message is back in the queue either way, and its caller reads the failure until
+    the copy's own row says more."""
+
+    def link(record: FailureRecord, new_message_id: str) -> None:
+        first = first_message_id(record.record) or record.message_id
+        with contextlib.suppress(ClientError):
+            link_redrive(client, table, first_message_id=first, copy_message_id=new_message_id,
+                         ttl_seconds=ttl_seconds)
+
+    return link
+
+
+def read_status(client: DynamoDBClient, table: str, message_id: str,
+                policy: HealingPolicy | None = None) -> MessageStatus:
+    """The status of the caller's message `message_id`: its own row, or the row of the latest attempt a redrive
+    linked to it. `policy` (the stack's HealingPolicy output) tells whether a failure waits for an automatic redrive."""
+    row = _row(client, table, message_id)
+    if row is None:
+        return MessageStatus(message_id, State.UNKNOWN)
+    attempt_id, attempt_row, redrives, hops = message_id, row, 0, 0
+    while isinstance(following := attempt_row.get("latestAttempt"), str) and hops < MAX_LINKS:
+        hops += 1
+        redrives += len(attempt_row.get("linkedAttempts") or ()) or 1  # each copy sent back from this attempt's row
+        linked = _row(client, table, following)
+        if linked is None:  # sent back, not received yet: the copy waits in the source queue
+            return MessageStatus(message_id, State.ACCEPTED, following, redrives, updated_at=_int(row.get("updatedAt")))
+        attempt_id, attempt_row = following, linked
+    return _status(message_id, attempt_id, redrives, attempt_row, policy)
+
+
+def _status(message_id: str, attempt_id: str, redrives: int, row: dict[str, Any],
+            policy: HealingPolicy | None) -> MessageStatus:
+    common: dict[str, Any] = {"attempt_message_id": attempt_id, "attempts": redrives,
+                              "execution_arn": row.get("executionArn"), "stage": row.get("stage"),
+                              "updated_at": _int(row.get("updatedAt") or row.get("claimedAt"))}
+    outcome = row.get("outcome")
+    if outcome == SUCCEEDED:
+        return MessageStatus(message_id, State.SUCCEEDED, **common)
+    if outcome == ABSORBED:
+        return MessageStatus(message_id, State.ABSORBED, absorbed_by=row.get("absorbedBy"), **common)
+    failure = _failure(row)
+    if failure is not None:
+        state, error, manual_repair, status = failure
+        retry = None
+        if policy is not None:
+            disposition = policy.disposition(state=state, error=error, manual_repair=manual_repair,
+                                             attempt=redrives, status=status)
+            retry = disposition is Disposition.RETRY
+        return MessageStatus(message_id, State.FAILED, error=error, failed_state=state, manual_repair=manual_repair,
+                             retry=retry, **common)
+    if "executionArn" not in row:
+        return MessageStatus(message_id, State.UNKNOWN, **common)
+    return MessageStatus(message_id, State.IN_PROGRESS if row.get("stage") else State.ACCEPTED, **common)
+
+
+def _failure(row: dict[str, Any]) -> tuple[str | None, str | None, bool, str] | None:
+    """(failed state, error, manual repair, execution status) of a failure recorded on the row, or None."""
+    if row.get("outcome") == FAILED:
+        return row.get("failedState"), row.get("error"), bool(row.get("manualRepair")), "FAILED"
+    summary = row.get("summary")
+    if row.get("reconciliation") and isinstance(summary, str):
+        try:
+            parsed = json.loads(summary)
+        except ValueError:
+            parsed = {}
+        failure = parsed.get("failure") if isinstance(parsed, dict) else None
+        failure = failure if isinstance(failure, dict) else {}
+        status = str(failure.get("status") or "FAILED")
+        return (failure.get("state"), failure.get("error"), bool(parsed.get("manualRepair")), status)
+    return None
+
+
+def _row(client: DynamoDBClient, table: str, message_id: str) -> dict[str, Any] | None:
+    item = client.get_item(TableName=table, Key={"messageId": {"S": message_id}}, ConsistentRead=True).get("Item")
+    if item is None:
+        return None
+    return {name: _plain(value) for name, value in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    (kind, inner), = value.items()
+    if kind == "N":
+        return int(inner) if inner.lstrip("-").isdigit() else float(inner)
+    if kind == "BOOL":
+        return bool(inner)
+    if kind == "SS":
+        return list(inner)
+    return inner if kind == "S" else None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
