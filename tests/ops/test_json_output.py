@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
+from fire_and_forget.cli.errors import ExitCode
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from tests.ops.helpers import failed_orders, ff_ops
 
@@ -84,6 +85,26 @@ def test_status_document(aws: Rehearsal, cli: CliRunner) -> None:
                                                                      "needs-decision", "cannot-redrive"}
     assert set(status["healing"]["healedAutomatically"]) == {"windowHours", "service", "executionsReconciled",
                                                              "failuresAutoRedriven"}
+
+
+def test_message_document(aws: Rehearsal, cli: CliRunner) -> None:
+    (order_id,) = failed_orders(aws, 1, first=401)
+
+    _, document = ff_ops(cli, "message", aws.sent[-1])
+
+    assert document["schema"] == "ff-ops/message/v1"
+    assert set(document) == {"schema", "stack", "messageId", "state", "final", "attemptMessageId", "redrives", "stage",
+                             "executionArn", "error", "failedState", "manualRepair", "retry", "absorbedBy",
+                             "updatedAt"}
+    # The order failed for a business reason: recorded for a person, nothing more happens by itself
+    assert (document["state"], document["final"], document["retry"]) == ("failed", True, False)
+    assert document["failedState"] and document["error"] and order_id
+
+
+def test_a_message_nobody_received_exits_not_found(aws: Rehearsal, cli: CliRunner) -> None:
+    code, document = ff_ops(cli, "message", "00000000-0000-0000-0000-000000000000")
+
+    assert code == ExitCode.NOT_FOUND and document["state"] == "unknown" and document["final"] is False
 
 
 def test_error_document(cli: CliRunner) -> None:

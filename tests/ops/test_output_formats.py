@@ -86,6 +86,7 @@ def test_every_read_command_applies_the_query_to_its_document(aws: Rehearsal, cl
         "report": ["report", "--html", str(tmp_path / "trend.html"), *newest],
         "failures list": ["failures", "list"],
         "failures show": ["failures", "show", order_id],
+        "message": ["message", aws.sent[-1]],
     }
     assert set(commands) == READ_COMMANDS
     for name, args in commands.items():

@@ -114,7 +114,7 @@ class Rehearsal:
         self.event_sources: EventSourceMappings  # the template's SQS event source mappings (event_sources.py)
         self.scheduler: Scheduler  # the template's schedules, on `virtual_clock` (schedules.py)
         self._started_elsewhere: list[str] = []  # executions of the workflow the pipe did not start (a reconciler's)
-        self.sent: list[str] = []  # the MessageId of every message `send` fired, in order: the callers' messages
+        self.sent: list[str] = []  # the MessageId of every message `send` fired, first to last: the callers' messages
         self._announced: set[str] = set()
         self._uninstall_service_faults: Any = None
         self._uninstall_client_cache: Any = None
