@@ -39,6 +39,23 @@ def test_round_trip_out_of_stock_orders_succeed_after_restock_and_redrive(aws: R
         assert depth(aws, key) == (0, 0), key
 
 
+def test_the_callers_message_reads_through_the_operators_redrive_to_its_copy(aws: Rehearsal, cli: CliRunner) -> None:
+    # Given an order that failed for lack of stock: its caller reads it failed, for good
+    (order_id,) = failed_orders(aws, 1)
+    caller_message = aws.sent[-1]
+    _, before = ff_ops(cli, "message", caller_message)
+    assert (before["state"], before["error"], before["final"]) == ("failed", "OutOfStock", True)
+    restock(aws, available=100)
+    # When the operator redrives it and the copy runs
+    _, summary = ff_ops(cli, "failures", "redrive", "--yes", "--order-id", order_id)
+    (copy,) = [item["newMessageId"] for item in summary["items"]]
+    aws.run()
+    # Then the caller's own message id reads succeeded, through the copy
+    _, after = ff_ops(cli, "message", caller_message)
+    assert (after["state"], after["attemptMessageId"], after["redrives"], after["stage"]) == (
+        "succeeded", copy, 1, "shipped")
+
+
 def test_redrive_sends_the_original_body_and_attributes(aws: Rehearsal, cli: CliRunner) -> None:
     (order_id,) = failed_orders(aws, 1)
     (record_message,) = aws.messages("FailureDlqUrl")

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from fire_and_forget.runtime.status import REDRIVE_LINK_ATTRIBUTES
 from tests.permissions.checks import NO_TLS, OPERATOR, SQS_SEND_KEY, TLS, Check, kms_via
 from tests.permissions.matrix import MatrixBuilder
 from tests.permissions.resolver import ACCOUNT, STACK_NAME, arn
@@ -52,8 +53,11 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "get_metric_data": [("cloudwatch:GetMetricData", "*")],
     "list_metrics": [("cloudwatch:ListMetrics", "*")],  # status: the healing functions' counts
     "describe_pipe": [("pipes:DescribePipe", "PipeArn")],
-    # executions redrive: the Reconciler's claim on an execution's message (the deliveries table, encrypted).
+    # executions redrive: the Reconciler's claim on an execution's message (the deliveries table, encrypted); message:
+    # the caller's message's row.
     "get_item": [("dynamodb:GetItem", "DeliveriesTableName"), ("kms:Decrypt", "DeliveriesTableName")],
+    # failures redrive: each copy linked to its caller's message, on the link's attributes only (runtime/status.py).
+    "update_item": [("dynamodb:UpdateItem", "DeliveriesTableName"), ("kms:GenerateDataKey", "DeliveriesTableName")],
     # the smoke test: its own stock item in the inventory table (encrypted with the stack's key).
     "put_item": [("dynamodb:PutItem", "InventoryTableName"), ("kms:GenerateDataKey", "InventoryTableName")],
     "delete_item": [("dynamodb:DeleteItem", "InventoryTableName"), ("kms:Decrypt", "InventoryTableName")],
@@ -158,6 +162,18 @@ def operator_checks(builder: MatrixBuilder, stack_name: str = STACK_NAME) -> Non
         builder._add(Check(edge, OPERATOR, action, resource, False, "not an ff-ops call", dict(TLS), identity))
 
 
+def _link_checks(builder: MatrixBuilder, base: Check) -> Check:
+    """The redrive link's UpdateItem is allowed on its own attributes only (the request's dynamodb:Attributes):
+    denied when it would also touch the claim or the outcome, or return the item's other attributes."""
+    link = dict(TLS) | {"dynamodb:Attributes": list(REDRIVE_LINK_ATTRIBUTES)}  # type: ignore[dict-item]
+    for extra, why in (("executionArn", "a forged claim"), ("outcome", "a forged outcome")):
+        forged = dict(TLS) | {"dynamodb:Attributes": [*REDRIVE_LINK_ATTRIBUTES, extra]}  # type: ignore[dict-item]
+        builder._add(replace(base, allowed=False, why=why, context=forged))
+    builder._add(replace(base, allowed=False, why="the item's other attributes returned",
+                         context=link | {"dynamodb:ReturnValues": "ALL_OLD"}))
+    return replace(base, context=link)
+
+
 def _granted_calls(outputs: dict[str, Any], request_response: bool) -> list[tuple[str, str, str]]:
     """(boto3 method, IAM action, resource key) of every call the stack's operator policy must allow."""
     granted = []
@@ -227,6 +243,8 @@ def _ops_call(
         return
     resource_policy = a.resource_policy(lid) if lid else None
     base = Check(edge, OPERATOR, action, resource, True, "ff-ops needs it", dict(TLS), identity, resource_policy)
+    if action == "dynamodb:UpdateItem":
+        base = _link_checks(builder, base)
     builder._add(base)
     if resource.startswith("arn:") and resource.split(":")[4] == ACCOUNT:
         builder.denied_on_another_accounts_copy(base)

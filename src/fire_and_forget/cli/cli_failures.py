@@ -55,6 +55,7 @@ from fire_and_forget.runtime.healing_policy import Disposition
 from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
 from fire_and_forget.runtime.records import FailureRecord
 from fire_and_forget.runtime.redrive import Action, Outcome, RedriveReport, RedriveRequest, redrive_failures
+from fire_and_forget.runtime.status import redrive_links
 
 failures_app = command_group("Failed messages in the failure DLQ.")
 
@@ -214,8 +215,11 @@ def failures_redrive(
             result = redrive_failures(clients.sqs, dlq_url, source_url, request)
             decision = guard.decide("Redrive", "failure record(s)", [_planned(o) for o in result.outcomes])
             if decision is Decision.GO:
+                # Each copy sent back is linked to its caller's message, for `ff-ops message` and the caller's
+                # own reads (runtime/status.py); a link the policy refuses is left out, never the redrive.
+                links = redrive_links(clients.dynamodb, stack.output(Output.DELIVERIES_TABLE_NAME))
                 confirmed = dataclasses.replace(request, dry_run=False, choose=lambda r: r.message_id in listed,
-                                                pace=guard.pace)
+                                                pace=guard.pace, sent=links)
                 result = redrive_failures(clients.sqs, dlq_url, source_url, confirmed,
                                           _audited(guard, listed, None if as_json else out))
             else:

@@ -13,6 +13,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from fire_and_forget.construct.compliance import acknowledge
+from fire_and_forget.runtime.status import REDRIVE_LINK_ATTRIBUTES
 
 # Every call ff-ops makes (fire_and_forget/cli/), grouped by what it is made on. SQS SSE: a receiver needs kms:Decrypt,
 # a sender kms:GenerateDataKey and kms:Decrypt, and a DLQ redrive (StartMessageMoveTask) needs both sides' permissions.
@@ -28,6 +29,10 @@ ON_EXECUTIONS = ["states:DescribeExecution", "states:GetExecutionHistory", "stat
 # `executions redrive` reads whether the Reconciler claimed an execution's message (fire_and_forget/cli/executions.py);
 # the table is encrypted with the stack's key, so the read needs kms:Decrypt through DynamoDB.
 READ_CLAIMS = ["dynamodb:GetItem"]
+# `failures redrive` notes on the caller's row which copy carries its message's work now (runtime/status.py,
+# link_redrive): an UpdateItem of those attributes only, returning nothing, so an operator can never write a claim
+# (a forged executionArn would make a message's executions end as duplicates) nor an outcome.
+LINK_REDRIVES = ["dynamodb:UpdateItem"]
 QUEUE_KEY = ["kms:Decrypt", "kms:GenerateDataKey"]
 
 
@@ -126,8 +131,22 @@ class OperatorPolicy(Construct):
             _allow("FindHealingMetrics", ["cloudwatch:ListMetrics"], ["*"]),
             _allow("ReadReconcilerClaims", READ_CLAIMS, [r.deliveries_table.table_arn]),
             iam.PolicyStatement(
+                sid="LinkRedrivenMessages",
+                actions=LINK_REDRIVES,
+                resources=[r.deliveries_table.table_arn],
+                # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html
+                conditions={"ForAllValues:StringEquals": {"dynamodb:Attributes": list(REDRIVE_LINK_ATTRIBUTES)},
+                            "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]}},
+            ),
+            iam.PolicyStatement(
                 sid="DecryptTheClaimsThroughDynamoDb",
                 actions=["kms:Decrypt"],
+                resources=[r.key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{stack.region}.{stack.url_suffix}"}},
+            ),
+            iam.PolicyStatement(
+                sid="WriteTheLinksThroughDynamoDb",
+                actions=["kms:GenerateDataKey"],
                 resources=[r.key.key_arn],
                 conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{stack.region}.{stack.url_suffix}"}},
             ),

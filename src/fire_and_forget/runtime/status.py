@@ -8,9 +8,9 @@ id, docs/design.md "The delivery claim") already holds what the pattern knows of
   Catch saw it.
 What only the workflow knows, its steps add (`AttemptProgress`, one UpdateItem each, on the attempt's own row):
 a *stage* name after each step that matters to the caller, `done` on the last (*succeeded*), or that another
-attempt owns the work (*absorbed*: a producer's resend of work another message already carries). And the automatic
-redrive notes on the caller's row which message carries the work now (`link_redrive`, through the Redriver's
-`redrive_links` hook), so that reading the caller's id follows the work to its latest attempt.
+attempt owns the work (*absorbed*: a producer's resend of work another message already carries). And a redrive, the
+Redriver's or an operator's, notes on the caller's row which message carries the work now (`link_redrive`, through
+the redrive's `redrive_links` hook), so that reading the caller's id follows the work to its latest attempt.
 
 Every step write is conditional on the attempt still owning its row and no outcome being recorded on it: a late
 invocation of an execution that was stopped, reconciled or whose failure is recorded cannot move the status back.
@@ -40,6 +40,12 @@ FAILED = "FAILED"  # the `outcome` the failure tail's ClaimFailure writes
 SUCCEEDED = "SUCCEEDED"
 ABSORBED = "ABSORBED"
 MAX_LINKS = 16  # redrives followed from the caller's row; the Redriver stops at its policy's max_attempts (3)
+# What `link_redrive` reads and writes on the caller's row: all an operator's policy lets it touch there (the
+# construct's OperatorPolicy), never the claim (executionArn) nor the outcome.
+REDRIVE_LINK_ATTRIBUTES = ("messageId", "latestAttempt", "linkedAttempts", "updatedAt", "expiresAt")
+# A link's row expiry when it has none yet (a caller's row always has the claim's): the construct's default
+# idempotency expiry, which the claims are kept as long as.
+DEFAULT_LINK_TTL_SECONDS = 15 * 24 * 3600
 
 
 class State(StrEnum):
@@ -127,14 +133,14 @@ class AttemptProgress:
         return True
 
 
-def link_redrive(client: DynamoDBClient, table: str, *, first_message_id: str, copy_message_id: str,
-                 ttl_seconds: int) -> None:
+def link_redrive(dynamodb: DynamoDBClient, table: str, *, first_message_id: str, copy_message_id: str,
+                 ttl_seconds: int = DEFAULT_LINK_TTL_SECONDS) -> None:
     """Note on the caller's row that `copy_message_id` now carries its work (sent back to the source queue by a
     redrive). Each copy is linked once; the latest linked is the current attempt (a copy is sent only once the
     attempt before it failed)."""
     now = int(time.time())
     try:
-        client.update_item(
+        dynamodb.update_item(
             TableName=table,
             Key={"messageId": {"S": first_message_id}},
             UpdateExpression="SET latestAttempt = :copy, updatedAt = :now, "
@@ -148,7 +154,8 @@ def link_redrive(client: DynamoDBClient, table: str, *, first_message_id: str, c
             raise
 
 
-def redrive_links(client: DynamoDBClient, table: str, ttl_seconds: int) -> Callable[[FailureRecord, str], None]:
+def redrive_links(dynamodb: DynamoDBClient, table: str,
+                  ttl_seconds: int = DEFAULT_LINK_TTL_SECONDS) -> Callable[[FailureRecord, str], None]:
     """The redrive's `sent` hook (fire_and_forget.runtime.redrive.RedriveRequest): each message sent back is linked to
     its caller's message (the redrive's ffFirstMessageId, else the record's own). A link that cannot be written is
     left out, never the redrive: the message is back in the queue either way, and its caller reads the failure until
@@ -157,24 +164,24 @@ def redrive_links(client: DynamoDBClient, table: str, ttl_seconds: int) -> Calla
     def link(record: FailureRecord, new_message_id: str) -> None:
         first = first_message_id(record.record) or record.message_id
         with contextlib.suppress(ClientError):
-            link_redrive(client, table, first_message_id=first, copy_message_id=new_message_id,
+            link_redrive(dynamodb, table, first_message_id=first, copy_message_id=new_message_id,
                          ttl_seconds=ttl_seconds)
 
     return link
 
 
-def read_status(client: DynamoDBClient, table: str, message_id: str,
+def read_status(dynamodb: DynamoDBClient, table: str, message_id: str,
                 policy: HealingPolicy | None = None) -> MessageStatus:
     """The status of the caller's message `message_id`: its own row, or the row of the latest attempt a redrive
     linked to it. `policy` (the stack's HealingPolicy output) tells whether a failure waits for an automatic redrive."""
-    row = _row(client, table, message_id)
+    row = _row(dynamodb, table, message_id)
     if row is None:
         return MessageStatus(message_id, State.UNKNOWN)
     attempt_id, attempt_row, redrives, hops = message_id, row, 0, 0
     while isinstance(following := attempt_row.get("latestAttempt"), str) and hops < MAX_LINKS:
         hops += 1
         redrives += len(attempt_row.get("linkedAttempts") or ()) or 1  # each copy sent back from this attempt's row
-        linked = _row(client, table, following)
+        linked = _row(dynamodb, table, following)
         if linked is None:  # sent back, not received yet: the copy waits in the source queue
             return MessageStatus(message_id, State.ACCEPTED, following, redrives, updated_at=_int(row.get("updatedAt")))
         attempt_id, attempt_row = following, linked
@@ -223,8 +230,8 @@ def _failure(row: dict[str, Any]) -> tuple[str | None, str | None, bool, str] | 
     return None
 
 
-def _row(client: DynamoDBClient, table: str, message_id: str) -> dict[str, Any] | None:
-    item = client.get_item(TableName=table, Key={"messageId": {"S": message_id}}, ConsistentRead=True).get("Item")
+def _row(dynamodb: DynamoDBClient, table: str, message_id: str) -> dict[str, Any] | None:
+    item = dynamodb.get_item(TableName=table, Key={"messageId": {"S": message_id}}, ConsistentRead=True).get("Item")
     if item is None:
         return None
     return {name: _plain(value) for name, value in item.items()}
