@@ -455,7 +455,8 @@ def test_a_reconciled_rows_life_ends_announced_without_a_lease_and_with_its_summ
     assert json.loads(item["summary"]["S"]) == {
         "failure": {"state": "ReserveInventory", "error": "Aborted", "cause": "cause of r1"},
         "manualRepair": False,
-        "compensated": [{"state": "ReleaseInventory", "status": "COMPENSATED", "result": {"undone": True}}]}
+        "compensated": [{"state": "ReleaseInventory", "status": "COMPENSATED", "result": {"undone": True}}],
+        "status": "ABORTED"}  # the execution's, for a caller reading the message's status (runtime/status.py)
 
 
 def test_a_second_run_while_the_first_announces_is_kept_out_by_the_lease(aws: dict[str, Any]) -> None:

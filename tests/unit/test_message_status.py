@@ -83,7 +83,8 @@ def test_nothing_moves_a_recorded_failure_back(dynamodb: Any) -> None:
 def test_a_reconciled_execution_reads_as_failed_with_the_reconcilers_reason(dynamodb: Any) -> None:
     progress = claimed(dynamodb)
     progress.mark("charged")
-    summary = {"failure": {"state": "ArrangeShipping", "error": "States.Timeout"}, "manualRepair": False}
+    summary = {"failure": {"state": "ArrangeShipping", "error": "States.Timeout"}, "manualRepair": False,
+               "status": "TIMED_OUT"}
     dynamodb.update_item(TableName=TABLE, Key={"messageId": {"S": FIRST}},
                          UpdateExpression="SET reconciliation = :r, summary = :s",
                          ExpressionAttributeValues={":r": {"S": "ANNOUNCED"}, ":s": {"S": json.dumps(summary)}})
@@ -92,6 +93,18 @@ def test_a_reconciled_execution_reads_as_failed_with_the_reconcilers_reason(dyna
     # A timeout is transient: the automatic redrive will try it again
     assert (status.state, status.error, status.failed_state, status.retry, status.final) == (
         State.FAILED, "States.Timeout", "ArrangeShipping", True, False)
+
+
+def test_an_aborted_execution_reads_as_failed_for_good_whatever_its_error(dynamodb: Any) -> None:
+    claimed(dynamodb)
+    # Stopped by a person: never retried automatically, even with an error name a step's Retry lists
+    summary = {"failure": {"state": "ChargePayment", "error": "Lambda.ServiceException"}, "manualRepair": False,
+               "status": "ABORTED"}
+    dynamodb.update_item(TableName=TABLE, Key={"messageId": {"S": FIRST}},
+                         UpdateExpression="SET reconciliation = :r, summary = :s",
+                         ExpressionAttributeValues={":r": {"S": "RECORDED"}, ":s": {"S": json.dumps(summary)}})
+    status = read_status(dynamodb, TABLE, FIRST, POLICY)
+    assert (status.state, status.retry, status.final) == (State.FAILED, False, True)
 
 
 def test_a_failure_with_no_policy_to_read_says_it_cannot_tell_whether_a_retry_follows(dynamodb: Any) -> None:

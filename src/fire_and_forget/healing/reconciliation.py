@@ -317,7 +317,7 @@ class Reconciler:
                 result.recorded = True
             self._advance(message_id, execution_arn, Stage.RECORDED,
                           summary={"failure": _bounded(failure), "manualRepair": manual_repair,
-                                   "compensated": result.compensated})
+                                   "compensated": result.compensated, "status": status})
         result.manual_repair = manual_repair
         disposition = self._policy.disposition(state=failure.get("state"), error=failure.get("error"),
                                                manual_repair=manual_repair, attempt=attempt_of(record),

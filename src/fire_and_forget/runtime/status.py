@@ -92,8 +92,8 @@ class MessageStatus:
 class AttemptProgress:
     """What one attempt (an execution of one message) reports on its message's row, for the caller to read."""
 
-    def __init__(self, client: DynamoDBClient, table: str, message_id: str, execution_arn: str) -> None:
-        self._client = client
+    def __init__(self, dynamodb: DynamoDBClient, table: str, message_id: str, execution_arn: str) -> None:
+        self._dynamodb = dynamodb
         self._table = table
         self._message_id = message_id
         self._execution_arn = execution_arn
@@ -117,7 +117,7 @@ class AttemptProgress:
     def _write(self, expression: str, values: dict[str, Any]) -> bool:
         try:
             with aws_errors_as_transient("reporting the message's progress"):
-                self._client.update_item(
+                self._dynamodb.update_item(
                     TableName=self._table,
                     Key={"messageId": {"S": self._message_id}},
                     UpdateExpression=expression,
@@ -223,9 +223,11 @@ def _failure(row: dict[str, Any]) -> tuple[str | None, str | None, bool, str] | 
             parsed = json.loads(summary)
         except ValueError:
             parsed = {}
-        failure = parsed.get("failure") if isinstance(parsed, dict) else None
-        failure = failure if isinstance(failure, dict) else {}
-        status = str(failure.get("status") or "FAILED")
+        parsed = parsed if isinstance(parsed, dict) else {}
+        recorded = parsed.get("failure")
+        failure: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+        # The execution's status (TIMED_OUT, ABORTED or FAILED), as the Reconciler's record and the Redriver read it.
+        status = str(parsed.get("status") or "FAILED")
         return (failure.get("state"), failure.get("error"), bool(parsed.get("manualRepair")), status)
     return None
 
