@@ -36,6 +36,10 @@ PATTERN_HELP = {
     "teamsChannelId": "the Teams channel id URL-encoded as in the channel's link, such as "
                       "19%3a0123abcd%40thread.tacv2 (write ':' as %3a and '@' as %40)",
     "webhookUrl": "an https:// URL",
+    "completionWebhookUrl": "an https:// URL",
+    "completionWebhookSecretArn": "the ARN of a Secrets Manager secret "
+                                  "(arn:aws:secretsmanager:us-east-1:123456789012:secret:name-AbCdEf)",
+    "completionWebhookHeader": "an HTTP header name such as x-api-key or Authorization",
     "runbookUrl": "an https:// URL without a #fragment (each alarm adds its own section)",
     "carrierAnswererArn": "the ARN of an IAM role, user or account root (arn:aws:iam::123456789012:role/carrier)",
 }

@@ -11,6 +11,7 @@ from typing import Any
 from tests.permissions.checks import SNS_PUBLISH_KEY, SQS_SEND_KEY, TABLE_CALLS, Check
 from tests.permissions.resolver import ACCOUNT, OTHER_ACCOUNT, arn
 from tests.permissions.shapes import CheckShapes
+from tests.permissions.webhook_edges import NOTICES, NOTICES_TABLE_CALLS
 
 SCHEDULER = "scheduler.amazonaws.com"
 RECONCILER = "PipelineHealingReconcilerFunction"
@@ -29,7 +30,8 @@ class HealingEdges(CheckShapes):
 
     def table_calls(self, function: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(allowed, denied) table calls of a function on a table its environment names."""
-        for prefix, calls in ((RECONCILER, RECONCILER_TABLE_CALLS), (REDRIVER, REDRIVER_TABLE_CALLS)):
+        for prefix, calls in ((RECONCILER, RECONCILER_TABLE_CALLS), (REDRIVER, REDRIVER_TABLE_CALLS),
+                              (NOTICES, NOTICES_TABLE_CALLS)):
             if function.startswith(prefix):
                 return calls, tuple(c for c in TABLE_CALLS if c not in calls)
         return TABLE_CALLS, ()

@@ -28,9 +28,10 @@ from tests.permissions.checks import (
 )
 from tests.permissions.healing_edges import HealingEdges, uncovered_healing
 from tests.permissions.resolver import ACCOUNT, OTHER_ACCOUNT, STACK_NAME, arn
+from tests.permissions.webhook_edges import WebhookEdges, stream_source, uncovered_webhooks
 
 
-class MatrixBuilder(HealingEdges, CallbackEdges):
+class MatrixBuilder(HealingEdges, CallbackEdges, WebhookEdges):
     """The architecture's edges, each made of the shapes in tests/permissions/shapes.py; `build()` adds them all."""
 
     def trust(self) -> None:
@@ -60,6 +61,8 @@ class MatrixBuilder(HealingEdges, CallbackEdges):
     def pipe(self) -> None:
         for pipe_lid, res in self.a.of_type("AWS::Pipes::Pipe").items():
             props = res["Properties"]
+            if stream_source(props):  # the completion webhook's: WebhookEdges
+                continue
             role, source, target = (
                 self.a.lid(props["RoleArn"]),
                 self.a.lid(props["Source"]),
@@ -313,6 +316,7 @@ class MatrixBuilder(HealingEdges, CallbackEdges):
         self.chatbot()
         self.healing()
         self.callbacks()
+        self.webhooks()
         return self
 
 
@@ -345,7 +349,7 @@ def uncovered(builder: MatrixBuilder) -> list[str]:
     for policy in a.of_type("AWS::IAM::ManagedPolicy"):
         if ("managed-policy", policy) not in a.covered:
             missing.append(f"managed policy {policy}")
-    return missing + uncovered_healing(builder)
+    return missing + uncovered_healing(builder) + uncovered_webhooks(builder)
 
 
 __all__ = ["ACCOUNT", "OPERATOR", "STACK_NAME", "Check", "MatrixBuilder", "uncovered"]

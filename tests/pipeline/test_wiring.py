@@ -13,7 +13,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_pipes as pipes
 
-from fire_and_forget.construct import FireAndForgetPipeline, WiringError, Workflow
+from fire_and_forget.construct import FireAndForgetPipeline, PipelineSettings, WiringError, Workflow
 from tests.pipeline import minimal
 from tests.pipeline.minimal import TASK
 
@@ -253,6 +253,37 @@ def test_reports_progress_in_request_response_is_refused(tmp_path: Path) -> None
                     functions={TASK: minimal.function(scope)}, claims_delivery=TASK, reports_progress=(TASK,))
     with pytest.raises(WiringError, match="reports_progress is for FIRE_AND_FORGET"):
         minimal.pipeline_from(scope, flow, invocation_type=REQUEST_RESPONSE)
+
+
+WEBHOOK = {"completion_webhook_url": "https://example.com/hook",
+           "completion_webhook_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:hook-AbCdEf"}
+
+
+def test_a_completion_webhook_for_a_workflow_that_reports_no_success_is_refused(tmp_path: Path) -> None:
+    # Its succeeded messages would never be told: only the last step's done mark records a success.
+    scope = minimal.stack()
+    with pytest.raises(WiringError, match="the completion webhook tells a success only when"):
+        minimal.pipeline(scope, minimal.write(tmp_path, minimal.valid_definition()),
+                         settings=PipelineSettings(**WEBHOOK))
+
+
+def test_a_completion_webhook_in_request_response_is_refused(tmp_path: Path) -> None:
+    from fire_and_forget.construct.request_response import REQUEST_RESPONSE
+
+    scope = minimal.stack()
+    flow = Workflow(title="Minimal", definition_file=minimal.write(tmp_path, minimal.valid_definition()),
+                    functions={TASK: minimal.function(scope)}, claims_delivery=TASK)
+    with pytest.raises(WiringError, match="completion_webhook_url is for FIRE_AND_FORGET"):
+        minimal.pipeline_from(scope, flow, invocation_type=REQUEST_RESPONSE, settings=PipelineSettings(**WEBHOOK))
+
+
+def test_a_workflow_that_reports_progress_gets_the_webhook(tmp_path: Path) -> None:
+    scope = minimal.stack()
+    flow = Workflow(title="Minimal", definition_file=minimal.write(tmp_path, minimal.valid_definition()),
+                    functions={TASK: minimal.function(scope)}, claims_delivery=TASK, reports_progress=(TASK,))
+    pipeline = minimal.pipeline_from(scope, flow, settings=PipelineSettings(**WEBHOOK))
+    assert pipeline.completion_webhook is not None
+    assert pipeline.deliveries_table.table_stream_arn is not None
 
 
 def test_a_callers_role_is_granted_reading_its_messages_status(tmp_path: Path) -> None:

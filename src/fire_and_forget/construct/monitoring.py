@@ -11,6 +11,7 @@ from constructs import Construct
 from fire_and_forget.construct.alert_path import ALERT_PATH_ALARMS
 from fire_and_forget.construct.monitoring_dashboard import build_dashboard
 from fire_and_forget.construct.monitoring_metrics import (
+    PIPES_NAMESPACE,
     MonitoredResources,
     execution_metric,
     failure_rate,
@@ -137,6 +138,17 @@ class Monitoring(Construct):
                     "Failure announcements the rule could not deliver wait in its target DLQ.")
         if r.healing is not None:
             self._healing_alarms(r, period)
+        if r.completion_webhook is not None:
+            webhook = r.completion_webhook
+            self._alarm("CompletionWebhookUndelivered", queue_depth(webhook.dlq, period, "CompletionWebhookDlq"), 1,
+                        "The completion webhook gave up on some notices after its retries: their stream records are "
+                        "described in the CompletionWebhookDlq (each message's status stays readable).")
+            self._alarm("CompletionWebhookFailing",
+                        cw.Metric(namespace=PIPES_NAMESPACE, metric_name="ExecutionFailed",
+                                  dimensions_map={"PipeName": webhook.pipe.ref}, statistic=cw.Stats.SUM,
+                                  period=period, label="Webhook pipe ExecutionFailed"), 1,
+                        "The completion webhook's pipe failed executions (the caller's URL refused or timed out, or "
+                        "the enrichment failed); it retries them while their stream records are under 24 hours old.")
         if r.undelivered_alerts is not None:
             # Its own notification may fail like the alerts it counts; it still shows on the dashboard and in Slack.
             self._alarm("UndeliveredAlertsDlqNotEmpty", queue_depth(r.undelivered_alerts, period, "UndeliveredAlerts"),

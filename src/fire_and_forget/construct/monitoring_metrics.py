@@ -47,6 +47,7 @@ class WorkflowMetrics:
                          statistic=cw.Stats.SUM, period=period, label=name)
 
 if TYPE_CHECKING:
+    from fire_and_forget.construct.completion_webhook import CompletionWebhook
     from fire_and_forget.construct.healing import Healing
 
 
@@ -69,6 +70,8 @@ class MonitoredResources:
     undelivered_alerts: sqs.IQueue | None = None
     # The Reconciler and the Redriver with their DLQs (fire_and_forget/construct/healing.py).
     healing: Healing | None = None
+    # The caller's completion webhook, when configured (fire_and_forget/construct/completion_webhook.py).
+    completion_webhook: CompletionWebhook | None = None
 
     def queues(self) -> dict[str, sqs.IQueue]:
         """Every queue by the name the runbook uses for it."""
@@ -84,6 +87,8 @@ class MonitoredResources:
         if self.healing is not None:
             queues["ReconcilerDlq"] = self.healing.reconciler_dlq
             queues["ScheduleDlq"] = self.healing.schedule_dlq
+        if self.completion_webhook is not None:
+            queues["CompletionWebhookDlq"] = self.completion_webhook.dlq
         return queues
 
     def healing_metric(self, name: str, period: Duration, statistic: str = cw.Stats.SUM) -> cw.Metric:

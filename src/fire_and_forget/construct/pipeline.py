@@ -21,6 +21,7 @@ from constructs import Construct, IValidation
 
 from fire_and_forget.construct.alert_path import AlertPath
 from fire_and_forget.construct.code import RUNTIME
+from fire_and_forget.construct.completion_webhook import CompletionWebhook
 from fire_and_forget.construct.dependencies_layer import DependenciesLayer
 from fire_and_forget.construct.execution_events import ExecutionEvents
 from fire_and_forget.construct.failure_handling import FailureHandling
@@ -96,7 +97,8 @@ class FireAndForgetPipeline(Construct):
 
     Takes its props as keywords, as CDK constructs do; each is documented on PipelineProps. Exposes what it creates:
     `.source_queue`, `.source_dlq`, `.pipe`, `.state_machine`, `.failure_dlq`, `.alerts_topic`, `.alarms`,
-    `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`, and `.props`; in REQUEST_RESPONSE mode
+    `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`, `.completion_webhook` (None unless
+    `settings.completion_webhook_url`), and `.props`; in REQUEST_RESPONSE mode
     `.failure_dlq`, `.composite_alarm` and `.dashboard` are None and `.operator_policy` grants only the commands
     that mode has (`status`, `source-dlq redrive`). Its outputs have fixed keys,
     which is how ff-ops finds it: one pipeline per stack emits them.
@@ -271,6 +273,10 @@ class FireAndForgetPipeline(Construct):
             ),
         )
         ChatNotifications(self, "Notifications", settings=settings, topic=self.alerts_topic)
+        self.completion_webhook = None if settings.completion_webhook_url is None else CompletionWebhook(
+            self, "CompletionWebhook", settings=settings, table=self.deliveries_table, key=self.key,
+            state_machine=self.state_machine, policy=self.healing.policy, layer=layer,
+            service=self.healing.service, metrics_namespace=props.metrics.namespace)
         alert_path = AlertPath(self, "AlertPath", settings=settings)
         monitoring = Monitoring(
             self,
@@ -293,6 +299,7 @@ class FireAndForgetPipeline(Construct):
                 title=workflow.title,
                 undelivered_alerts=failure.undelivered_alerts,
                 healing=self.healing,
+                completion_webhook=self.completion_webhook,
             ),
         )
         self.alarms = monitoring.alarms
@@ -308,7 +315,8 @@ class FireAndForgetPipeline(Construct):
                 failure_dlq=self.failure_dlq,
                 watched_queues=(self.source_queue, self.source_dlq, self.failure_dlq,
                                 execution_events.failure_events_queue, execution_events.target_dlq,
-                                self.healing.reconciler_dlq, self.healing.schedule_dlq),
+                                self.healing.reconciler_dlq, self.healing.schedule_dlq,
+                                *(() if self.completion_webhook is None else (self.completion_webhook.dlq,))),
                 state_machine=self.state_machine,
                 pipe_arn=self.pipe.attr_arn,
                 key=self.key,
@@ -356,14 +364,23 @@ class FireAndForgetPipeline(Construct):
 
     def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
         """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""
+        # The completion webhook reads the rows' changes from the table's stream (both images: it acts on a change).
+        stream = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if props.settings.completion_webhook_url else None
         table = encrypted_table(self, "DeliveriesTable", partition_key="messageId", key=self.key,
-                                settings=props.settings, ttl_attribute="expiresAt")
+                                settings=props.settings, ttl_attribute="expiresAt", stream=stream)
         workflow = props.workflow
         claimer = workflow.functions[workflow.claims_delivery]
         table.grant_read_write_data(claimer)
         claimer.add_environment("DELIVERIES_TABLE_NAME", table.table_name)
         # As long as the idempotency records: a duplicate cannot outlive the claim.
         claimer.add_environment("DELIVERY_CLAIM_TTL_SECONDS", str(props.settings.idempotency_expiry_seconds))
+        if props.settings.completion_webhook_url and props.invocation_type == REQUEST_RESPONSE:
+            raise WiringError("completion_webhook_url is for FIRE_AND_FORGET: in REQUEST_RESPONSE the pipe waits for "
+                              "the execution, and the source queue keeps the message until it succeeded")
+        if props.settings.completion_webhook_url and not workflow.reports_progress:
+            raise WiringError(f"Workflow {workflow.title!r}: the completion webhook tells a success only when the "
+                              "workflow's last step reports it (reports_progress, AttemptProgress.mark(done=True)): "
+                              "name the reporting states, or leave completion_webhook_url unset")
         if workflow.reports_progress and props.invocation_type == REQUEST_RESPONSE:
             raise WiringError(f"Workflow {workflow.title!r}: reports_progress is for FIRE_AND_FORGET: in "
                               "REQUEST_RESPONSE the message stays in the source queue until its execution returns, "

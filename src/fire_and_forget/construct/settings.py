@@ -112,6 +112,16 @@ class PipelineSettings(_Model):
     teams_channel_id: str | None = Field(default=None, max_length=256,
                                          pattern=r"^[a-zA-Z0-9-_=+/.,]*%3[aA][a-zA-Z0-9-_=+/.,]*%40[a-zA-Z0-9-_=+/.,]*$")
     webhook_url: str | None = Field(default=None, pattern=r"^https://\S+$")
+    # The caller's completion webhook (docs/construct.md, "The completion webhook"): one POST per message whose outcome
+    # became final, through an EventBridge API destination. The URL, the ARN of the Secrets Manager secret whose value
+    # the connection sends in the header `completion_webhook_header` (the connection's API key authorization), and
+    # the destination's rate (InvocationRateLimitPerSecond: 1 to 300).
+    completion_webhook_url: str | None = Field(default=None, max_length=2048, pattern=r"^https://\S+$")
+    completion_webhook_secret_arn: str | None = Field(
+        default=None, max_length=2048, pattern=r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:\S+$")
+    completion_webhook_header: str = Field(default="x-api-key", min_length=1, max_length=512,
+                                           pattern=r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+    completion_webhook_rate_per_second: int = Field(default=10, ge=1, le=300)
     runbook_url: str = Field(default=DEFAULT_RUNBOOK_URL, pattern=r"^https://[^\s#]+$")
     log_retention_days: int = 30
     # Longer than every queue that feeds a DLQ keeps a message, and than the longest wait HealingConfig's bounds
@@ -153,6 +163,9 @@ class PipelineSettings(_Model):
         teams = (self.teams_team_id, self.teams_tenant_id, self.teams_channel_id)
         if any(value is None for value in teams) and any(value is not None for value in teams):
             raise ValueError("teamsTeamId, teamsTenantId and teamsChannelId go together: set all three or none")
+        if (self.completion_webhook_url is None) != (self.completion_webhook_secret_arn is None):
+            raise ValueError("completionWebhookUrl and completionWebhookSecretArn go together: the webhook's requests "
+                             "carry the secret's value in their completionWebhookHeader, so set both or neither")
         return self
 
     @property

@@ -21,8 +21,10 @@ from fire_and_forget.construct.settings import PipelineSettings
 
 
 def encrypted_table(scope: Construct, construct_id: str, *, partition_key: str, key: kms.IKey,
-                    settings: PipelineSettings, ttl_attribute: str | None = None) -> dynamodb.Table:
-    """On-demand, encrypted with the customer-managed key, point-in-time recovery, the settings' removal policy."""
+                    settings: PipelineSettings, ttl_attribute: str | None = None,
+                    stream: dynamodb.StreamViewType | None = None) -> dynamodb.Table:
+    """On-demand, encrypted with the customer-managed key, point-in-time recovery, the settings' removal policy;
+    a stream of `stream`'s images when given."""
     return dynamodb.Table(
         scope,
         construct_id,
@@ -34,6 +36,7 @@ def encrypted_table(scope: Construct, construct_id: str, *, partition_key: str, 
             point_in_time_recovery_enabled=True
         ),
         time_to_live_attribute=ttl_attribute,
+        stream=stream,
         removal_policy=removal_policy(settings),
     )
 

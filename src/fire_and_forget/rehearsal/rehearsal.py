@@ -477,7 +477,10 @@ class Rehearsal:
         return urls
 
     def _pipe_definition(self, queue_urls: dict[str, str]) -> PipeDefinition:
-        (logical_id, resource), = self.assembly.resources_of_type("AWS::Pipes::Pipe").items()
+        # The pipe from the source queue; the completion webhook's pipe (a table stream's) is not run here: its
+        # enrichment is tested on the stream moto records (tests/workflow/test_completion_webhook.py).
+        (logical_id, resource), = ((lid, r) for lid, r in self.assembly.resources_of_type("AWS::Pipes::Pipe").items()
+                                   if "SqsQueueParameters" in r["Properties"].get("SourceParameters", {}))
         props = self.stack.resolve(resource["Properties"])
         source_arn = props["Source"]
         queue_url = queue_urls[source_arn]

@@ -232,11 +232,16 @@ def _failure(row: dict[str, Any]) -> tuple[str | None, str | None, bool, str] | 
     return None
 
 
-def _row(dynamodb: DynamoDBClient, table: str, message_id: str) -> dict[str, Any] | None:
-    item = dynamodb.get_item(TableName=table, Key={"messageId": {"S": message_id}}, ConsistentRead=True).get("Item")
-    if item is None:
+def row_from_image(item: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A row as the reader sees it, from DynamoDB's attribute-value form (an item, or a stream record's image)."""
+    if not item:
         return None
     return {name: _plain(value) for name, value in item.items()}
+
+
+def _row(dynamodb: DynamoDBClient, table: str, message_id: str) -> dict[str, Any] | None:
+    return row_from_image(dynamodb.get_item(TableName=table, Key={"messageId": {"S": message_id}},
+                                            ConsistentRead=True).get("Item"))
 
 
 def _plain(value: Any) -> Any:

@@ -1,0 +1,140 @@
+"""The completion webhook's enrichment (fire_and_forget.healing.completion) on the stream moto records of the deliveries
+table, write by write, as the pipe hands it one record at a time: the moment a notice is due, and the id it names."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.dynamodb.models import dynamodb_backends
+
+from fire_and_forget.healing.completion import notices
+from fire_and_forget.runtime.deliveries import DynamoDBDeliveryClaims
+from fire_and_forget.runtime.healing_policy import FIRST_MESSAGE_ATTRIBUTE, HealingPolicy
+from fire_and_forget.runtime.status import AttemptProgress, link_redrive
+
+TABLE = "deliveries"
+TTL = 15 * 24 * 3600
+ACCOUNT, REGION = "123456789012", "us-east-1"
+FIRST, COPY = "m-1", "m-2"
+TRANSIENT = "Lambda.ServiceException"
+POLICY = HealingPolicy(transient_errors={"ChargePayment": frozenset({TRANSIENT})}, max_attempts=3)
+
+
+class Account:
+    """A deliveries table with its stream, a state machine whose executions carry the pipe's records, and a cursor
+    over the stream: `enrich()` hands the records written since the last call to the enrichment, one by one."""
+
+    def __init__(self) -> None:
+        self.dynamodb = boto3.client("dynamodb", region_name=REGION)
+        self.sfn = boto3.client("stepfunctions", region_name=REGION)
+        self.dynamodb.create_table(
+            TableName=TABLE, KeySchema=[{"AttributeName": "messageId", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "messageId", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"})
+        role = "arn:aws:iam::123456789012:role/saga"
+        definition = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}})
+        self.machine = self.sfn.create_state_machine(name="Saga", definition=definition, roleArn=role)[
+            "stateMachineArn"]
+        self._read = 0
+
+    def execution(self, message_id: str, first: str | None = None) -> str:
+        """An execution as the pipe starts it: the batch of one SQS record, a redriven copy's with its attribute."""
+        record: dict[str, Any] = {"messageId": message_id, "body": "{}"}
+        if first is not None:
+            record["messageAttributes"] = {FIRST_MESSAGE_ATTRIBUTE: {"stringValue": first, "dataType": "String"}}
+        return self.sfn.start_execution(stateMachineArn=self.machine, input=json.dumps([record]))["executionArn"]
+
+    def enrich(self) -> list[dict[str, Any]]:
+        items = dynamodb_backends[ACCOUNT][REGION].get_table(TABLE).stream_shard.items
+        new, self._read = items[self._read:], len(items)
+        found = []
+        for item in new:
+            record = json.loads(json.dumps(item.to_json(), default=str))
+            found += notices([record], dynamodb=self.dynamodb, stepfunctions=self.sfn, table=TABLE, policy=POLICY)
+        return found
+
+    def fail(self, message_id: str, arn: str, error: str, state: str = "ChargePayment") -> None:
+        """What the failure tail's ClaimFailure puts (fire_and_forget/construct/asl/failure_tail.asl.json)."""
+        self.dynamodb.put_item(TableName=TABLE, Item={
+            "messageId": {"S": message_id}, "executionArn": {"S": arn}, "outcome": {"S": "FAILED"},
+            "error": {"S": error}, "failedState": {"S": state}, "manualRepair": {"BOOL": False}})
+
+
+@pytest.fixture
+def account() -> Iterator[Account]:
+    with mock_aws():
+        yield Account()
+
+
+def test_a_success_is_told_once_when_the_last_step_reports_it(account: Account) -> None:
+    arn = account.execution(FIRST)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(FIRST, arn)
+    progress = AttemptProgress(account.dynamodb, TABLE, FIRST, arn)
+    progress.mark("reserved")
+    assert account.enrich() == []  # the claim and a stage are not an outcome
+    progress.mark("shipped", done=True)
+    (notice,) = account.enrich()
+    assert (notice["messageId"], notice["state"], notice["stage"], notice["notificationId"]) == (
+        FIRST, "succeeded", "shipped", f"{FIRST}:succeeded")
+    # A later write on the settled row (a repeated report) tells nothing more
+    progress.mark("shipped", done=True)
+    assert account.enrich() == []
+
+
+def test_a_failure_a_redrive_will_retry_is_not_told_and_its_copys_outcome_is_told_under_the_callers_id(
+        account: Account) -> None:
+    first = account.execution(FIRST)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(FIRST, first)
+    account.fail(FIRST, first, TRANSIENT)
+    assert account.enrich() == []  # the Redriver will send it back: not final
+    link_redrive(account.dynamodb, TABLE, first_message_id=FIRST, copy_message_id=COPY)
+    assert account.enrich() == []  # the link on the settled row
+    copy = account.execution(COPY, first=FIRST)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(COPY, copy)
+    AttemptProgress(account.dynamodb, TABLE, COPY, copy).mark("shipped", done=True)
+    (notice,) = account.enrich()
+    assert (notice["messageId"], notice["attemptMessageId"], notice["redrives"], notice["state"]) == (
+        FIRST, COPY, 1, "succeeded")
+    assert notice["notificationId"] == f"{COPY}:succeeded"
+
+
+def test_a_business_failure_is_told_at_once_with_its_error_and_state(account: Account) -> None:
+    arn = account.execution(FIRST)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(FIRST, arn)
+    account.fail(FIRST, arn, "PaymentDeclined")
+    (notice,) = account.enrich()
+    assert (notice["state"], notice["error"], notice["failedState"], notice["retry"], notice["final"]) == (
+        "failed", "PaymentDeclined", "ChargePayment", False, True)
+
+
+def test_a_reconciled_failure_is_told_when_recorded_and_not_again_when_announced(account: Account) -> None:
+    arn = account.execution(FIRST)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(FIRST, arn)
+    key = {"messageId": {"S": FIRST}}
+    account.dynamodb.update_item(TableName=TABLE, Key=key, UpdateExpression="SET reconciliation = :s",
+                                 ExpressionAttributeValues={":s": {"S": "claimed"}})
+    assert account.enrich() == []  # claimed for reconciliation: nothing recorded yet
+    # An execution a person stopped: no automatic redrive follows (a timed-out one would be retried)
+    summary = {"failure": {"state": "ArrangeShipping", "error": "States.Aborted"}, "manualRepair": False,
+               "status": "ABORTED"}
+    account.dynamodb.update_item(TableName=TABLE, Key=key, UpdateExpression="SET reconciliation = :s, summary = :m",
+                                 ExpressionAttributeValues={":s": {"S": "recorded"},
+                                                            ":m": {"S": json.dumps(summary)}})
+    (notice,) = account.enrich()
+    assert (notice["state"], notice["failedState"], notice["error"]) == ("failed", "ArrangeShipping", "States.Aborted")
+    account.dynamodb.update_item(TableName=TABLE, Key=key, UpdateExpression="SET reconciliation = :s",
+                                 ExpressionAttributeValues={":s": {"S": "announced"}})
+    assert account.enrich() == []
+
+
+def test_a_resend_absorbed_by_the_owner_is_told_so(account: Account) -> None:
+    arn = account.execution(COPY)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(COPY, arn)
+    AttemptProgress(account.dynamodb, TABLE, COPY, arn).absorbed(FIRST)
+    (notice,) = account.enrich()
+    assert (notice["messageId"], notice["state"], notice["absorbedBy"]) == (COPY, "absorbed", FIRST)
