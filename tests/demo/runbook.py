@@ -7,7 +7,7 @@ one-line function (`out() { ...; }`), `$NAME` / `${NAME}` / `$1`, comments, cont
 - `aws ...`: the same API call through boto3 (tests/support/aws_cli.py);
 - `.venv/bin/python -m demos.orders.cli_smoke ...`: the smoke test's app in this process;
 - `make <target> ...`: not run (the Makefile's target is checked instead: it runs the line after it).
-A command the runbook repeats word for word runs once. The placeholders (ORDER_ID, EXECUTION_ARN, ERROR,
+A command the runbook repeats word for word runs once. The placeholders (ORDER_ID, MESSAGE_ID, EXECUTION_ARN, ERROR,
 RECEIPT_HANDLE) are filled from the account when the command runs; a receive keeps its first message's handle for
 the next delete of that queue, and writes that message's body to event.json, as the runbook asks the reader to.
 """
@@ -32,7 +32,7 @@ from tests.support import aws_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNBOOK = ROOT / "docs" / "runbook.md"
-PLACEHOLDERS = ("ORDER_ID", "EXECUTION_ARN", "ERROR", "RECEIPT_HANDLE")
+PLACEHOLDERS = ("ORDER_ID", "MESSAGE_ID", "EXECUTION_ARN", "ERROR", "RECEIPT_HANDLE")
 MODULES = {"demos.orders.cli_smoke": cli_smoke.app}
 # What may change the account: a confirmed ff-ops write, the smoke test, an aws call that writes.
 CHANGES = re.compile(r"--yes\b|cli_smoke|^aws \S+ (?:send|delete|start|stop|put|update)-")
@@ -124,7 +124,7 @@ def _split(line: str) -> list[str]:
 class Shell:
     environment: dict[str, str]
     cwd: Path
-    placeholder: Callable[[str], str]  # ORDER_ID, EXECUTION_ARN, ERROR -> a value from the account now
+    placeholder: Callable[[str], str]  # ORDER_ID, MESSAGE_ID, EXECUTION_ARN, ERROR -> a value from the account now
     variables: dict[str, str] = field(default_factory=dict)
     functions: dict[str, str] = field(default_factory=dict)
     handles: dict[str, str] = field(default_factory=dict)  # queue URL -> the last receive's first receipt handle

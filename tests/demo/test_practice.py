@@ -31,6 +31,7 @@ from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.execution_events import status_change_event
 from fire_and_forget.rehearsal.practice_gateway import REDRIVE_UNSUPPORTED
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
+from fire_and_forget.runtime.healing_policy import first_message_id
 from fire_and_forget.runtime.records import message_key
 from tests.demo import runbook
 from tests.support import transcripts
@@ -201,13 +202,16 @@ def _manual_repairs(aws: Rehearsal) -> list[str]:
 
 
 def _placeholder(account: PracticeAccount, name: str) -> str:
-    """A value for the runbook's ORDER_ID, ERROR or EXECUTION_ARN, from the account as it is now."""
+    """A value for the runbook's ORDER_ID, MESSAGE_ID (the failed order's caller message), ERROR or EXECUTION_ARN,
+    from the account as it is now."""
     if name == "EXECUTION_ARN":
         return next(e.arn for e in account.aws.executions() if e.status == "FAILED")
     for message in account.aws.messages("FailureDlqUrl"):  # a record with a key: an order the runbook can name
         record = json.loads(message["Body"])
         order_id = message_key(record["record"]["body"], "orderId")
         if order_id:
+            if name == "MESSAGE_ID":
+                return str(first_message_id(record["record"]) or record["record"]["messageId"])
             return order_id if name == "ORDER_ID" else str(record["failure"]["error"])
     raise AssertionError(f"no failure record in the practice account to fill {name}")
 

@@ -47,7 +47,7 @@ def settled(row: Mapping[str, Any] | None) -> bool:
 
 def notices(records: Iterable[Mapping[str, Any]], *, dynamodb: DynamoDBClient, stepfunctions: SFNClient, table: str,
             policy: HealingPolicy) -> list[dict[str, Any]]:
-    """The notices a batch of the deliveries table's stream records gives, in the batch's order."""
+    """The notices a batch of the deliveries table's stream records gives, one per record at most, in sequence."""
     found = []
     for record in records:
         change = record.get("dynamodb") or {}
