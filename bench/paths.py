@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from demos.orders.carrier import CARRIER_ROLE, Carrier, Plan, Reply
 from demos.orders.demo import MIX, RESEND_SHARE, SQS_DUPLICATE_SHARE
 from demos.orders.samples import OrderKind, make_order, seed_inventory
 from fire_and_forget.rehearsal import (
@@ -157,3 +158,76 @@ def _scaled(usage: Usage, factor: float) -> Usage:
     return Usage(**{name: round(getattr(usage, name) * factor) for name in (
         "transitions", "lambda_invocations", "sns_publishes", "sqs_requests", "pipe_requests")},
         dynamodb_writes=usage.dynamodb_writes * factor, dynamodb_reads=usage.dynamodb_reads * factor)
+
+
+# The callback step (the order saga's BookCarrier, `ff:carrierConfirmation`): what one order costs when the carrier
+# confirms hours later, declines, or never answers, answered by the carrier simulator through the entry point.
+CARRIER_CONTEXT = {"ff:carrierConfirmation": True, "ff:executionTimeoutMinutes": 3000,
+                   "ff:carrierAnswererArn": CARRIER_ROLE}
+CARRIER_PLANS = (
+    ("carrier confirms after 5 h (a heartbeat at 4 h)", Plan(Reply.CONFIRM, after_hours=5, heartbeat_hours=4), 8.0),
+    ("carrier declines after 3 h", Plan(Reply.DECLINE, after_hours=3, heartbeat_hours=0), 4.0),
+    ("carrier silent: asked 4 times, then undone", Plan(Reply.SILENT, heartbeat_hours=0), 30.0),
+)
+
+
+@dataclass
+class CarrierPathResult:
+    """One order through BookCarrier: its executions, the carrier's answers, and what it took on the clock."""
+
+    name: str
+    executions: list[Execution]
+    answers: int  # requests to the entry point's function URL (heartbeats and answers), each an invocation
+    hand_overs: int  # requests BookCarrier sent the carrier (an SQS SendMessage each, inside the task)
+    hours: float  # from the first execution's start to the last one's end
+    outcome: str
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def cost_per_million(self) -> float:
+        return per_million(self.usage, 1)
+
+
+def carrier_assembly(outdir: Path) -> Path:
+    """The app with the carrier's confirmation, synthesized as `cdk synth -c ff:carrierConfirmation=true ...`."""
+    import json
+
+    from app import build_app
+
+    context = json.loads((Path(__file__).resolve().parents[1] / "cdk.json").read_text(encoding="utf-8"))["context"]
+    return Path(build_app(context | CARRIER_CONTEXT, outdir=str(outdir)).synth().directory)
+
+
+def run_carrier_paths(assembly: Path) -> dict[str, CarrierPathResult]:
+    """Each carrier behaviour on its own order, one after another, each run on the clock until it settled."""
+    results: dict[str, CarrierPathResult] = {}
+    with Rehearsal.start(assembly) as aws:
+        seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
+        for number, (name, carrier_plan, hours) in enumerate(CARRIER_PLANS, start=20):
+            sample = make_order(OrderKind.VALID, number, random.Random(number))
+            assert sample.order_id is not None
+            before = set(aws.pipe.stats.started)
+            units = aws.capacity.snapshot()
+            aws.send(sample.body)
+            aws.run()
+            carrier = Carrier(aws, plans={sample.order_id: carrier_plan})
+            carrier.run_for(hours)
+            units = aws.capacity.snapshot() - units
+            executions = sorted((e for e in aws.executions() if e.arn not in before),
+                                key=lambda e: e.history[0]["timestamp"])
+            hand_overs = sum(1 for _, request in carrier.requests if request["key"] == sample.order_id)
+            answers = len(carrier.replies(sample.order_id))
+            result = CarrierPathResult(
+                name, executions, answers, hand_overs,
+                hours=(executions[-1].history[-1]["timestamp"] - executions[0].history[0]["timestamp"])
+                .total_seconds() / 3600,
+                outcome=f"{executions[-1].status} after {len(executions)} execution(s)")
+            for index, execution in enumerate(executions):
+                add(result.usage, usage_of_execution(execution.history, len(aws.clock.for_execution(execution.arn)),
+                                                     units if index == 0 else None))
+            # Outside the histories: each answer is an invocation of the entry point (a function URL request), and
+            # each hand-over an SQS SendMessage made by the BookCarrier function.
+            result.usage.lambda_invocations += answers
+            result.usage.sqs_requests += hand_overs
+            results[name] = result
+    return results

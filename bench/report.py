@@ -20,7 +20,7 @@ from bench.idle import (
 )
 from bench.overhead import GOAL as OVERHEAD_GOAL
 from bench.overhead import Overhead
-from bench.paths import ANCHORS, DUPLICATE, RESEND, SCENARIOS, MixResult, PathResult
+from bench.paths import ANCHORS, DUPLICATE, RESEND, SCENARIOS, CarrierPathResult, MixResult, PathResult
 from bench.synth import SuiteRun, SynthTimes
 from bench.throughput import Level
 from fire_and_forget.rehearsal import MAX_IN_FLIGHT, cost
@@ -44,12 +44,14 @@ class Run:
     overhead: Overhead | None = None
     idle: Idle | None = None
     modes: list[dict[str, Any]] | None = None  # demos/catalog/modes.py's results, FIRE_AND_FORGET first
+    carrier: dict[str, CarrierPathResult] | None = None  # the callback step's paths (bench/paths.py)
     seconds: float = 0.0
     commit_after: str = ""  # the checkout may move under a long run: say so
 
 
 def render(run: Run) -> str:
-    sections = [_header(run), _transitions(run), _cost(run), _modes(run), _idle(run), _coldstart(run), _cli(run),
+    sections = [_header(run), _transitions(run), _cost(run), _callback(run), _modes(run), _idle(run), _coldstart(run),
+                _cli(run),
                 _synth(run), _throughput(run), _overhead(run), _ceiling(run)]
     return "\n\n".join(sections) + "\n"
 
@@ -118,6 +120,35 @@ def _transitions(run: Run) -> str:
         "Against the published anchors (happy path):",
         "",
         _table(["saga", "billed transitions, happy path"], anchors),
+    ])
+
+
+def _callback(run: Run) -> str:
+    if not run.carrier:
+        return "### The callback step\n\nSkipped in this run."
+    rows = []
+    for result in run.carrier.values():
+        u = result.usage
+        rows.append([result.name, result.outcome, f"{result.hours:.1f}", u.transitions, u.lambda_invocations,
+                     result.answers, u.sqs_requests, f"{u.dynamodb_writes:g}/{u.dynamodb_reads:g}",
+                     f"${result.cost_per_million:,.2f}"])
+    happy = run.paths["happy path"].cost_per_million
+    confirmed = next(iter(run.carrier.values()))
+    return "\n".join([
+        "### The callback step: BookCarrier (`ff:carrierConfirmation`)",
+        "",
+        "An order per carrier behaviour, in the app with the carrier's confirmation, answered by the carrier",
+        "simulator (`demos/orders/carrier.py`) through the entry point's function URL, hours on the rehearsal's",
+        "clock. Usage as above, plus what no history shows: each heartbeat or answer is an invocation of the entry",
+        "point (counted under Lambda, and apart as *answers*), each hand-over an SQS SendMessage by BookCarrier.",
+        "Waiting costs nothing: a `.waitForTaskToken` task bills its transitions, not its hours.",
+        "",
+        _table(["path", "outcome", "hours", "transitions", "Lambda", "answers", "SQS", "DynamoDB W/R",
+                "USD per 1M orders"], rows, "llrrrrrrr"),
+        "",
+        f"The confirmed order costs ${confirmed.cost_per_million:,.2f} per 1M orders against the happy path's "
+        f"${happy:,.2f} without the step: **${confirmed.cost_per_million - happy:,.2f} per 1M orders** for a step "
+        "someone else does hours later.",
     ])
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Sequence
@@ -60,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cli = cli_startup.measure(args.cli_runs)
     _step("state transitions and usage of each path (offline rehearsal)")
     results = paths.run_paths(args.assembly)
+    _step("the callback step: an order per carrier behaviour, hours on the rehearsal's clock")
+    with tempfile.TemporaryDirectory(prefix="bench-carrier-") as carrier_out:
+        carrier_results = paths.run_carrier_paths(paths.carrier_assembly(Path(carrier_out)))
     _step(f"offline throughput at {', '.join(map(str, args.levels))} concurrent messages")
     levels = throughput.measure(args.assembly, args.levels)
     _step("a virtual idle day: what the schedules and the sweep cost with no traffic")
@@ -84,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         suite = synth.run_suite()
 
     run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite, cli, emulation, at_idle,
-              modes_compared)
+              modes_compared, carrier=carrier_results)
     run.seconds = time.perf_counter() - started
     run.commit_after = machine.commit()
     previous = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
