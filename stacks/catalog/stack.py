@@ -43,9 +43,10 @@ class CatalogStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: PipelineSettings, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        # Its one step reports no progress, so its succeeded messages would never be told: the completion webhook
-        # is the order example's only.
-        settings = settings.model_copy(update={"completion_webhook_url": None, "completion_webhook_secret_arn": None})
+        # Its one step reports no progress, so a success would never be known: the completion webhook and the
+        # tickets (which a later success resolves) are the order example's only.
+        settings = settings.model_copy(update={"completion_webhook_url": None, "completion_webhook_secret_arn": None,
+                                               "ops_center_tickets": False})
         key = MessagingKey(self, "MessagingKey", settings=settings).key
         index = encrypted_table(self, "SearchIndexTable", partition_key="productId", key=key, settings=settings)
         layer = DependenciesLayer(self, "Dependencies", runtime=RUNTIME).layer

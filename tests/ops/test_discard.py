@@ -6,11 +6,14 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from fire_and_forget.cli.app import app
+from fire_and_forget.cli.aws import Clients
 from fire_and_forget.cli.discard import DiscardRequest, DiscardVerdict, discard_failures
 from fire_and_forget.cli.errors import ExitCode
+from fire_and_forget.rehearsal.ops_center import OpsCenter
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from fire_and_forget.runtime.records import Selection
 from tests.ops.helpers import depth, failed_orders, ff_ops, queued_orders
@@ -115,3 +118,39 @@ def test_discard_without_a_selection_is_refused(aws: Rehearsal, cli: CliRunner) 
 
     assert result.exit_code == ExitCode.USAGE and "say which failures to discard" in result.output
     assert depth(aws, "FailureDlqUrl") == (1, 0)
+
+
+def test_discarding_a_message_resolves_its_opscenter_ticket(aws: Rehearsal, cli: CliRunner, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given an abandoned order whose failure for good opened a ticket (fire_and_forget.healing.tickets), in an
+    # OpsCenter moto does not model (the rehearsal's emulator, checked against the SSM API's model)
+    (order,) = failed_orders(aws, 1, first=7301)
+    (dlq_message,) = aws.messages("FailureDlqUrl")
+    caller = json.loads(dlq_message["Body"])["record"]["messageId"]
+    center = OpsCenter()
+    ticket = center.create_ops_item(Title="t", Source="fire-and-forget", Description="d")["OpsItemId"]
+    table = aws.outputs["DeliveriesTableName"]
+    aws.dynamodb.update_item(TableName=table, Key={"messageId": {"S": caller}}, UpdateExpression="SET ticket = :t",
+                             ExpressionAttributeValues={":t": {"S": ticket}})
+    monkeypatch.setattr(Clients, "ssm", property(lambda clients: center))
+    log = tmp_path / "discarded.jsonl"
+
+    # When the operator discards it
+    code, doc = ff_ops(cli, "failures", "discard", "--order-id", order, "--yes", "--log", str(log))
+
+    # Then its ticket is resolved, the caller's row says so, and the audit log has the call
+    assert code == 0 and doc["summary"]["discarded"] == 1
+    assert center.items[ticket].status == "Resolved"
+    row = aws.dynamodb.get_item(TableName=table, Key={"messageId": {"S": caller}})["Item"]
+    assert "ticket" not in row and row["resolvedTicket"] == {"S": ticket}
+    audited = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()][-1]
+    assert (audited["action"], audited["result"], audited["target"]["ticket"]) == ("UpdateOpsItem", "resolved", ticket)
+
+
+def test_discarding_without_a_ticket_calls_no_opscenter(aws: Rehearsal, cli: CliRunner,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    (order,) = failed_orders(aws, 1, first=7311)
+    center = OpsCenter()
+    monkeypatch.setattr(Clients, "ssm", property(lambda clients: center))
+    code, doc = ff_ops(cli, "failures", "discard", "--order-id", order, "--yes")
+    assert code == 0 and doc["summary"]["discarded"] == 1 and center.calls == []

@@ -11,7 +11,13 @@ from typing import Any
 from tests.permissions.checks import SNS_PUBLISH_KEY, SQS_SEND_KEY, TABLE_CALLS, Check
 from tests.permissions.resolver import ACCOUNT, OTHER_ACCOUNT, arn
 from tests.permissions.shapes import CheckShapes
-from tests.permissions.webhook_edges import NOTICES, NOTICES_TABLE_CALLS
+from tests.permissions.webhook_edges import (
+    NOTICES,
+    NOTICES_TABLE_CALLS,
+    TICKETS,
+    TICKETS_TABLE_CALLS,
+    stream_mapping,
+)
 
 SCHEDULER = "scheduler.amazonaws.com"
 RECONCILER = "PipelineHealingReconcilerFunction"
@@ -31,7 +37,7 @@ class HealingEdges(CheckShapes):
     def table_calls(self, function: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(allowed, denied) table calls of a function on a table its environment names."""
         for prefix, calls in ((RECONCILER, RECONCILER_TABLE_CALLS), (REDRIVER, REDRIVER_TABLE_CALLS),
-                              (NOTICES, NOTICES_TABLE_CALLS)):
+                              (NOTICES, NOTICES_TABLE_CALLS), (TICKETS, TICKETS_TABLE_CALLS)):
             if function.startswith(prefix):
                 return calls, tuple(c for c in TABLE_CALLS if c not in calls)
         return TABLE_CALLS, ()
@@ -92,6 +98,8 @@ class HealingEdges(CheckShapes):
     def event_sources(self) -> None:
         for mapping, res in self.a.of_type("AWS::Lambda::EventSourceMapping").items():
             props = res["Properties"]
+            if stream_mapping(props):  # the tickets': WebhookEdges
+                continue
             function, queue = self.a.lid(props["FunctionName"]), self.a.lid(props["EventSourceArn"])
             role = self._role(function)
             self.a.covered.add(("event-source", mapping))

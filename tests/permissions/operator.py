@@ -8,10 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fire_and_forget.runtime.status import REDRIVE_LINK_ATTRIBUTES
+from fire_and_forget.runtime.status import REDRIVE_LINK_ATTRIBUTES, TICKET_ATTRIBUTES
 from tests.permissions.checks import NO_TLS, OPERATOR, SQS_SEND_KEY, TLS, Check, kms_via
 from tests.permissions.matrix import MatrixBuilder
 from tests.permissions.resolver import ACCOUNT, STACK_NAME, arn
+from tests.permissions.webhook_edges import TICKETS
 
 REPO = Path(__file__).resolve().parents[2]
 OPS = REPO / "src" / "fire_and_forget" / "cli"
@@ -58,6 +59,8 @@ OPS_CALLS: dict[str, list[tuple[str, str]]] = {
     "get_item": [("dynamodb:GetItem", "DeliveriesTableName"), ("kms:Decrypt", "DeliveriesTableName")],
     # failures redrive: each copy linked to its caller's message, on the link's attributes only (runtime/status.py).
     "update_item": [("dynamodb:UpdateItem", "DeliveriesTableName"), ("kms:GenerateDataKey", "DeliveriesTableName")],
+    # failures discard: the discarded message's OpsCenter ticket resolved (with the tickets only; runtime/status.py).
+    "update_ops_item": [("ssm:UpdateOpsItem", "opsitem")],
     # the smoke test: its own stock item in the inventory table (encrypted with the stack's key).
     "put_item": [("dynamodb:PutItem", "InventoryTableName"), ("kms:GenerateDataKey", "InventoryTableName")],
     "delete_item": [("dynamodb:DeleteItem", "InventoryTableName"), ("kms:Decrypt", "InventoryTableName")],
@@ -73,7 +76,8 @@ SMOKE_TABLE = "InventoryTableName"
 # Granted whether or not src/fire_and_forget/cli/ calls it (none today: `ff-ops trace` reads execution histories
 # itself).
 GRANTED_BEYOND_OPS: dict[str, list[tuple[str, str]]] = {}
-_CLIENT_CALL = re.compile(r"\b(?:sqs|_sqs|sfn|cloudformation|pipes|cloudwatch|dynamodb)\.(\w+)\(")
+OPS_ITEM = arn("ssm", "opsitem/oi-0123456789ab")
+_CLIENT_CALL = re.compile(r"\b(?:sqs|_sqs|sfn|cloudformation|pipes|cloudwatch|dynamodb|ssm)\.(\w+)\(")
 _PAGINATOR = re.compile(r"get_paginator\(\"(\w+)\"\)")
 
 
@@ -109,20 +113,25 @@ def operator_checks(builder: MatrixBuilder, stack_name: str = STACK_NAME) -> Non
     outputs = a.template["Outputs"]
     machine = a.lid(outputs["StateMachineArn"]["Value"])
 
+    tickets = any(lid.startswith(TICKETS) for lid in a.of_type("AWS::Lambda::Function"))
+    fixed = {"opsitem": OPS_ITEM, "*": "*",
+             "stack": arn("cloudformation", f"stack/{stack_name}/0a1b2c3d-0000-0000-0000-000000000000"),
+             "execution": arn("states", f"execution:{a.att(machine, 'Name')}:order-1")}
+
     def target(key: str) -> tuple[str | None, str]:
-        if key == "stack":
-            return None, arn("cloudformation", f"stack/{stack_name}/0a1b2c3d-0000-0000-0000-000000000000")
-        if key == "execution":
-            return None, arn("states", f"execution:{a.att(machine, 'Name')}:order-1")
-        if key == "*":
-            return None, "*"
+        if key in fixed:
+            return None, fixed[key]
         lid = a.lid(outputs[key]["Value"])
         return lid, a.att(lid, "Ref" if key == "StateMachineArn" else "Arn")
 
     request_response = outputs.get("InvocationType", {}).get("Value") == "REQUEST_RESPONSE"
     for method, action, key in _granted_calls(outputs, request_response):
+        if key == "opsitem" and not tickets:
+            continue  # judged as denied below
         lid, resource = target(key)
         _ops_call(builder, f"operator ff-ops {method}", identity, action, lid, resource)
+    if tickets:
+        _ticket_note_checks(builder, identity, a.att(a.lid(outputs["DeliveriesTableName"]["Value"])))
 
     edge = "operator beyond ff-ops"
     source = a.lid(outputs["SourceQueueUrl"]["Value"])
@@ -156,10 +165,22 @@ def operator_checks(builder: MatrixBuilder, stack_name: str = STACK_NAME) -> Non
         ("pipes:StopPipe", a.att(a.lid(outputs["PipeArn"]["Value"]))),
         # No write to the delivery claims: a forged claim would make a message's executions end as duplicates.
         ("dynamodb:PutItem", a.att(a.lid(outputs["DeliveriesTableName"]["Value"]))),
+        ("ssm:DeleteOpsItem", OPS_ITEM),
+        *(() if tickets else (("ssm:UpdateOpsItem", OPS_ITEM),)),
         *_beyond_the_smoke(a, outputs),
         *_beyond_request_response(a, outputs, machine, request_response),
     ):
         builder._add(Check(edge, OPERATOR, action, resource, False, "not an ff-ops call", dict(TLS), identity))
+
+
+def _ticket_note_checks(builder: MatrixBuilder, identity: tuple[dict[str, Any], ...], table: str) -> None:
+    """`failures discard` notes the discarded message's ticket as resolved, on the ticket's attributes only."""
+    noted = Check("operator ff-ops update_item (ticket)", OPERATOR, "dynamodb:UpdateItem", table, True,
+                  "ff-ops needs it", dict(TLS) | {"dynamodb:Attributes": list(TICKET_ATTRIBUTES)},  # type: ignore[dict-item]
+                  identity)
+    builder._add(noted)
+    builder._add(replace(noted, allowed=False, why="a forged outcome", context=dict(TLS) | {
+        "dynamodb:Attributes": [*TICKET_ATTRIBUTES, "outcome"]}))  # type: ignore[dict-item]
 
 
 def _link_checks(builder: MatrixBuilder, base: Check) -> Check:

@@ -1,6 +1,7 @@
-"""The edges of the completion webhook (fire_and_forget.construct.completion_webhook): its pipe reading the deliveries
-table's stream, invoking the enrichment, calling the API destination and dead-lettering; the enrichment reading the
-status rows and describing the workflow's executions."""
+"""The edges of the deliveries table's stream readers: the completion webhook (fire_and_forget.construct.
+completion_webhook: its pipe reading the stream, invoking the enrichment, calling the API destination and
+dead-lettering; the enrichment reading the status rows and describing the workflow's executions) and the tickets
+(fire_and_forget.construct.tickets: the function's stream mapping and its on-failure queue, and its OpsCenter calls)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from tests.permissions.shapes import CheckShapes
 
 NOTICES = "PipelineCompletionWebhookNoticesFunction"
 NOTICES_TABLE_CALLS = ("dynamodb:GetItem",)
+TICKETS = "PipelineTicketsTicketsFunction"
+TICKETS_TABLE_CALLS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
 STREAM_READS = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator")
 
 
@@ -30,7 +33,13 @@ class WebhookEdges(CheckShapes):
                 self._stream_pipe(pipe, props)
         for function in self.a.of_type("AWS::Lambda::Function"):
             if function.startswith(NOTICES):
-                self._notices(function)
+                self._describes_executions(function)
+            elif function.startswith(TICKETS):
+                self._describes_executions(function)
+                self._tickets(function)
+        for mapping, res in self.a.of_type("AWS::Lambda::EventSourceMapping").items():
+            if stream_mapping(res["Properties"]):
+                self._stream_mapping(mapping, res["Properties"])
 
     def _stream_pipe(self, pipe: str, props: dict[str, Any]) -> None:
         role = self.a.lid(props["RoleArn"])
@@ -71,8 +80,42 @@ class WebhookEdges(CheckShapes):
         self.a.covered.update({("pipe-source", table), ("pipe-target", destination), ("pipe-enrichment", enrichment),
                                ("pipe-dlq", dlq)})
 
-    def _notices(self, function: str) -> None:
-        """The enrichment describes the workflow's executions (a redriven copy's caller id is in its input) and
+    def _stream_mapping(self, mapping: str, props: dict[str, Any]) -> None:
+        """Lambda reads the stream with the function's role, and sends what it gave up on to the on-failure queue."""
+        function = self.a.lid(props["FunctionName"])
+        role = self.a.lid(self.a.props(function)["Role"])
+        stream = self.a.resolver.resolve(props["EventSourceArn"])
+        table = next(lid for lid in self.a.of_type("AWS::DynamoDB::Table") if self.a.att(lid, "StreamArn") == stream)
+        edge = f"mapping {mapping} reads {table}'s stream for {function}"
+        for action in STREAM_READS:
+            self.role_call(edge, role, action, table, stream, key_actions=("kms:Decrypt",), via="dynamodb")
+        self.role_call(edge, role, "dynamodb:ListStreams", None, "*", negatives=False)
+        for other in self.a.of_type("AWS::DynamoDB::Table"):
+            if other != table:
+                self.denied(edge, role, "dynamodb:GetRecords", self.a.att(other, "Arn") + "/stream/2026-12-07T00:00",
+                            "another table's stream")
+        dlq = self.a.lid(props["DestinationConfig"]["OnFailure"]["Destination"])
+        edge = f"mapping {mapping} on-failure destination {dlq}"
+        self.role_call(edge, role, "sqs:SendMessage", dlq, self.a.att(dlq), key_actions=SQS_SEND_KEY, via="sqs")
+        for queue in self.a.of_type("AWS::SQS::Queue"):
+            if queue != dlq:
+                self.denied(edge, role, "sqs:SendMessage", self.a.att(queue), "a queue that is not its DLQ", queue)
+        self.a.covered.add(("event-source", mapping))
+
+    def _tickets(self, function: str) -> None:
+        """CreateOpsItem (no resource type) and UpdateOpsItem on this account's OpsItems; nothing else of SSM."""
+        role = self.a.lid(self.a.props(function)["Role"])
+        item = arn("ssm", "opsitem/oi-0123456789ab")
+        edge = f"function {function} opens and resolves OpsItems"
+        self.role_call(edge, role, "ssm:CreateOpsItem", None, "*", negatives=False)
+        self.role_call(edge, role, "ssm:UpdateOpsItem", None, item)
+        for action, why in (("ssm:DeleteOpsItem", "deleting a ticket"), ("ssm:GetParameter", "an SSM call it never "
+                            "makes"), ("ssm:AddTagsToResource", "tagging (it passes no tags)")):
+            self.denied(edge, role, action, item if "OpsItem" in action or "Tags" in action
+                        else arn("ssm", "parameter/secret"), why)
+
+    def _describes_executions(self, function: str) -> None:
+        """The function describes the workflow's executions (a redriven copy's caller id is in its input) and
         nothing else of Step Functions; its table calls are judged with every function's."""
         role = self.a.lid(self.a.props(function)["Role"])
         machine = next(iter(self.a.of_type("AWS::StepFunctions::StateMachine")))
@@ -85,6 +128,11 @@ class WebhookEdges(CheckShapes):
                     "a history it never reads")
         self.denied(edge, role, "states:StopExecution", arn("states", f"execution:{name}:an-execution"),
                     "stopping what it reports on")
+
+
+def stream_mapping(props: dict[str, Any]) -> bool:
+    """An event source mapping on a DynamoDB stream (the tickets'), not a queue."""
+    return "StreamArn" in str(props.get("EventSourceArn"))
 
 
 def uncovered_webhooks(builder: WebhookEdges) -> list[str]:

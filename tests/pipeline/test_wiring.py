@@ -259,30 +259,40 @@ WEBHOOK = {"completion_webhook_url": "https://example.com/hook",
            "completion_webhook_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:hook-AbCdEf"}
 
 
-def test_a_completion_webhook_for_a_workflow_that_reports_no_success_is_refused(tmp_path: Path) -> None:
-    # Its succeeded messages would never be told: only the last step's done mark records a success.
+TICKETS = {"ops_center_tickets": True}
+
+
+@pytest.mark.parametrize(("option", "settings"), [("completion_webhook_url", WEBHOOK),
+                                                  ("ops_center_tickets", TICKETS)])
+def test_a_stream_reader_for_a_workflow_that_reports_no_success_is_refused(
+        tmp_path: Path, option: str, settings: dict[str, object]) -> None:
+    # A success would never be known: only the last step's done mark records it (the webhook tells it, a ticket is
+    # resolved by it).
     scope = minimal.stack()
-    with pytest.raises(WiringError, match="the completion webhook tells a success only when"):
+    with pytest.raises(WiringError, match=f"{option} needs to know a success"):
         minimal.pipeline(scope, minimal.write(tmp_path, minimal.valid_definition()),
-                         settings=PipelineSettings(**WEBHOOK))
+                         settings=PipelineSettings(**settings))
 
 
-def test_a_completion_webhook_in_request_response_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("option", "settings"), [("completion_webhook_url", WEBHOOK),
+                                                  ("ops_center_tickets", TICKETS)])
+def test_a_stream_reader_in_request_response_is_refused(tmp_path: Path, option: str,
+                                                        settings: dict[str, object]) -> None:
     from fire_and_forget.construct.request_response import REQUEST_RESPONSE
 
     scope = minimal.stack()
     flow = Workflow(title="Minimal", definition_file=minimal.write(tmp_path, minimal.valid_definition()),
                     functions={TASK: minimal.function(scope)}, claims_delivery=TASK)
-    with pytest.raises(WiringError, match="completion_webhook_url is for FIRE_AND_FORGET"):
-        minimal.pipeline_from(scope, flow, invocation_type=REQUEST_RESPONSE, settings=PipelineSettings(**WEBHOOK))
+    with pytest.raises(WiringError, match=f"{option} is for FIRE_AND_FORGET"):
+        minimal.pipeline_from(scope, flow, invocation_type=REQUEST_RESPONSE, settings=PipelineSettings(**settings))
 
 
-def test_a_workflow_that_reports_progress_gets_the_webhook(tmp_path: Path) -> None:
+def test_a_workflow_that_reports_progress_gets_the_webhook_and_the_tickets(tmp_path: Path) -> None:
     scope = minimal.stack()
     flow = Workflow(title="Minimal", definition_file=minimal.write(tmp_path, minimal.valid_definition()),
                     functions={TASK: minimal.function(scope)}, claims_delivery=TASK, reports_progress=(TASK,))
-    pipeline = minimal.pipeline_from(scope, flow, settings=PipelineSettings(**WEBHOOK))
-    assert pipeline.completion_webhook is not None
+    pipeline = minimal.pipeline_from(scope, flow, settings=PipelineSettings(**WEBHOOK, **TICKETS))
+    assert pipeline.completion_webhook is not None and pipeline.tickets is not None
     assert pipeline.deliveries_table.table_stream_arn is not None
 
 

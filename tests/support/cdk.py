@@ -24,9 +24,9 @@ if (LOCAL_NODE_BIN / "node").exists() and str(LOCAL_NODE_BIN) not in os.environ[
     os.environ["PATH"] = os.pathsep.join((str(LOCAL_NODE_BIN), os.environ["PATH"]))
 
 
-# The app with every optional part: each chat channel and the e-mail DLQ, the completion webhook, and the carrier's
-# own confirmation (its step, its entry point and a named answerer, with the workflow's timeout raised above the
-# carrier's 48 hours).
+# The app with every optional part: each chat channel and the e-mail DLQ, the completion webhook, the tickets, and the
+# carrier's own confirmation (its step, its entry point and a named answerer, with the workflow's timeout raised above
+# the carrier's 48 hours).
 CARRIER_ANSWERER = "arn:aws:iam::210987654321:role/carrier-answers"
 COMPLETION_WEBHOOK_SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:orders-webhook-key-AbCdEf"
 FULL_CONTEXT: dict[str, Any] = {
@@ -34,6 +34,7 @@ FULL_CONTEXT: dict[str, Any] = {
     "ff:webhookUrl": "https://hooks.example.com/alerts",
     "ff:completionWebhookUrl": "https://orders.example.com/hooks/fire-and-forget",
     "ff:completionWebhookSecretArn": COMPLETION_WEBHOOK_SECRET,
+    "ff:opsCenterTickets": True,
     "ff:slackWorkspaceId": "T0123ABCD",
     "ff:slackChannelId": "C0456EFGH",
     "ff:teamsTeamId": "0123abcd-0123-4567-89ab-0123456789ab",

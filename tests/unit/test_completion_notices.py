@@ -1,5 +1,6 @@
-"""The completion webhook's enrichment (fire_and_forget.healing.completion) on the stream moto records of the deliveries
-table, write by write, as the pipe hands it one record at a time: the moment a notice is due, and the id it names."""
+"""What the deliveries table's stream gives, on the stream moto records, write by write, one record at a time: the
+completion webhook's notices (fire_and_forget.healing.completion: the moment one is due, the id it names) and the
+tickets (fire_and_forget.healing.tickets: opened once for a failure for good, resolved by a later success)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from moto import mock_aws
 from moto.dynamodb.models import dynamodb_backends
 
 from fire_and_forget.healing.completion import notices
+from fire_and_forget.healing.endings import endings
+from fire_and_forget.healing.tickets import Tickets, TicketSettings, act_on, ops_item
+from fire_and_forget.rehearsal.ops_center import OpsCenter
 from fire_and_forget.runtime.deliveries import DynamoDBDeliveryClaims
 from fire_and_forget.runtime.healing_policy import FIRST_MESSAGE_ATTRIBUTE, HealingPolicy
-from fire_and_forget.runtime.status import AttemptProgress, link_redrive
+from fire_and_forget.runtime.status import AttemptProgress, link_redrive, read_status
 
 TABLE = "deliveries"
 TTL = 15 * 24 * 3600
@@ -138,3 +142,94 @@ def test_a_resend_absorbed_by_the_owner_is_told_so(account: Account) -> None:
     AttemptProgress(account.dynamodb, TABLE, COPY, arn).absorbed(FIRST)
     (notice,) = account.enrich()
     assert (notice["messageId"], notice["state"], notice["absorbedBy"]) == (COPY, "absorbed", FIRST)
+
+
+# Tickets (fire_and_forget.healing.tickets), on the same stream, against the OpsCenter emulator under both readings
+# of what CreateOpsItem answers for a deduplicated OpsItem.
+TICKETS = TicketSettings(pipeline="orders", environment="dev", title="Order saga", stack="FireAndForget",
+                         runbook_url="https://example.com/runbook.md", key_field="orderId", table=TABLE)
+
+
+def act(account: Account, center: OpsCenter) -> list[str]:
+    items = dynamodb_backends[ACCOUNT][REGION].get_table(TABLE).stream_shard.items
+    new, account._read = items[account._read:], len(items)
+    done = []
+    for item in new:
+        record = json.loads(json.dumps(item.to_json(), default=str))
+        done += act_on([record], Tickets(center, account.dynamodb, TICKETS), dynamodb=account.dynamodb,
+                       stepfunctions=account.sfn, policy=POLICY, table=TABLE)
+    return done
+
+
+@pytest.mark.parametrize("duplicate", ["error", "existing"])
+def test_a_failure_for_good_opens_one_ticket_and_the_redriven_success_resolves_it(account: Account,
+                                                                                  duplicate: str) -> None:
+    center = OpsCenter(duplicate=duplicate)  # type: ignore[arg-type]
+    first = account.execution(FIRST)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(FIRST, first)
+    account.fail(FIRST, first, "PaymentDeclined")
+    assert act(account, center) == ["opened"]
+    (item,) = center.open_items()
+    data = {name: value["Value"] for name, value in item.data.items()}
+    assert (data["messageId"], data["failedState"], data["error"]) == (FIRST, "ChargePayment", "PaymentDeclined")
+    assert data["redriveCommand"].endswith(f"failures redrive --message-id {FIRST}")
+    assert item.request["Title"].startswith("[dev] Order saga") and "#failuresneedaperson" in data["runbook"]
+    status = read_status(account.dynamodb, TABLE, FIRST, POLICY)
+    assert status.ticket == item.id
+    # The failure's record again (the mapping retries a batch): no second ticket, whatever CreateOpsItem answers
+    items = dynamodb_backends[ACCOUNT][REGION].get_table(TABLE).stream_shard.items
+    failure = next(json.loads(json.dumps(i.to_json(), default=str)) for i in items
+                   if "outcome" in i.to_json()["dynamodb"].get("NewImage", {}))
+
+    def again() -> list[str]:
+        return act_on([failure], Tickets(center, account.dynamodb, TICKETS), dynamodb=account.dynamodb,
+                      stepfunctions=account.sfn, policy=POLICY, table=TABLE)
+
+    assert again() == [] and len(center.items) == 1
+    # A dedup hit for a ticket opened but not noted (a crash between the two calls) notes the open one
+    account.dynamodb.update_item(TableName=TABLE, Key={"messageId": {"S": FIRST}}, UpdateExpression="REMOVE ticket")
+    assert again() == ["opened"] and len(center.items) == 1
+    assert read_status(account.dynamodb, TABLE, FIRST, POLICY).ticket == item.id
+    account._read = len(dynamodb_backends[ACCOUNT][REGION].get_table(TABLE).stream_shard.items)
+    # An operator redrives it after a fix, and the copy succeeds: the ticket is resolved, once
+    link_redrive(account.dynamodb, TABLE, first_message_id=FIRST, copy_message_id=COPY)
+    copy = account.execution(COPY, first=FIRST)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(COPY, copy)
+    AttemptProgress(account.dynamodb, TABLE, COPY, copy).mark("shipped", done=True)
+    assert act(account, center) == ["resolved"]
+    assert (item.status, center.open_items()) == ("Resolved", [])
+    status = read_status(account.dynamodb, TABLE, FIRST, POLICY)
+    assert status.ticket is None and status.state.value == "succeeded"
+
+
+def test_a_failure_a_redrive_will_retry_opens_no_ticket(account: Account) -> None:
+    center = OpsCenter()
+    arn = account.execution(FIRST)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(FIRST, arn)
+    account.fail(FIRST, arn, TRANSIENT)
+    assert act(account, center) == [] and center.items == {}
+
+
+def test_opscenters_quota_refuses_the_ticket_and_nothing_else(account: Account) -> None:
+    center = OpsCenter(monthly_limit=0)
+    arn = account.execution(FIRST)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(FIRST, arn)
+    account.fail(FIRST, arn, "PaymentDeclined")
+    assert act(account, center) == ["refused"]
+    assert read_status(account.dynamodb, TABLE, FIRST, POLICY).ticket is None
+
+
+def test_every_ticket_request_is_one_the_ssm_api_accepts_for_the_longest_values(account: Account) -> None:
+    center = OpsCenter()  # validates each request against botocore's SSM model
+    longest = TicketSettings(pipeline="p" * 32, environment="e" * 16, title="T" * 200, stack="S" * 128,
+                             runbook_url="https://example.com/" + "r" * 2000, key_field="orderId", table=TABLE)
+    arn = account.execution(FIRST)
+    assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(FIRST, arn)
+    account.fail(FIRST, arn, "E" * 1000, state="S" * 80)
+    items = dynamodb_backends[ACCOUNT][REGION].get_table(TABLE).stream_shard.items
+    record = json.loads(json.dumps(items[-1].to_json(), default=str))
+    (ending,) = endings([record], dynamodb=account.dynamodb, stepfunctions=account.sfn, table=TABLE, policy=POLICY)
+    request = ops_item(ending, longest)
+    center.create_ops_item(**request)
+    assert len(request["Title"]) <= 1024 and len(request["Description"]) <= 2048
+    assert request["Source"] == "fire-and-forget" and not any(w in request["Source"] for w in ("aws", "amazon", "amzn"))

@@ -29,9 +29,11 @@ from rich.console import Console
 from demos.orders.demo import plan, quiet_logs, run_demo
 from demos.orders.samples import OrderKind, make_order, seed_inventory
 from fire_and_forget.healing.completion import notices
+from fire_and_forget.healing.tickets import Tickets, TicketSettings, act_on
 from fire_and_forget.rehearsal.accounting import Ledger, Place, account
 from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
+from fire_and_forget.rehearsal.ops_center import OpsCenter
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
 from fire_and_forget.runtime.healing_policy import HealingPolicy
 from fire_and_forget.runtime.outputs import Output
@@ -90,6 +92,7 @@ class ChaosRun:
     notices: list[dict[str, Any]]
     stream_records: int
     passed_filter: int
+    center: OpsCenter  # the tickets the same records opened
 
 
 @pytest.fixture(scope="module", params=SEEDS, ids=[f"seed {seed}" for seed in SEEDS])
@@ -102,6 +105,10 @@ def chaos_run(request: pytest.FixtureRequest, cloud_assembly: Path, full_assembl
         records: list[dict[str, Any]] = []
         passed: list[dict[str, Any]] = []
         found: list[dict[str, Any]] = []
+        center = OpsCenter()
+        tickets = Tickets(center, aws.dynamodb, TicketSettings(
+            pipeline="orders", environment="dev", title="Order saga", stack=aws.stack.name,
+            runbook_url="https://example.com/runbook.md", key_field="orderId", table=table))
         run_until_quiet = aws.run_until_quiet
 
         def run_then_enrich(timeout_seconds: float = 300.0) -> None:
@@ -115,12 +122,16 @@ def chaos_run(request: pytest.FixtureRequest, cloud_assembly: Path, full_assembl
                     passed.append(record)
                     found.extend(notices([record], dynamodb=aws.dynamodb, stepfunctions=aws.sfn, table=table,
                                          policy=policy_of(aws)))
+                    # The tickets' mapping reads the same records through the same filters (its own batches:
+                    # one record at a time here, as a bisected batch ends)
+                    act_on([record], tickets, dynamodb=aws.dynamodb, stepfunctions=aws.sfn, policy=policy_of(aws),
+                           table=table)
 
         aws.run_until_quiet = run_then_enrich  # type: ignore[method-assign]
         run_demo(aws, Console(file=io.StringIO()), orders=40, chaos=True, seed=request.param)
         ledger = account(aws, aws.sent)
         statuses = {message_id: status_of(aws, message_id) for message_id in ledger.fates}
-    return ChaosRun(ledger, statuses, found, len(records), len(passed))
+    return ChaosRun(ledger, statuses, found, len(records), len(passed), center)
 
 
 def test_every_callers_message_reads_as_the_books_say_it_ended(chaos_run: ChaosRun) -> None:
@@ -190,3 +201,24 @@ def test_the_demo_plan_has_every_kind_the_status_check_needs() -> None:
     kinds = {sample.kind for sample in the_plan.samples}
     assert {OrderKind.VALID, OrderKind.DECLINED, OrderKind.MALFORMED} <= kinds
     assert the_plan.resends and the_plan.sqs_duplicates and the_plan.aborted
+
+
+def test_each_message_that_failed_for_good_has_one_open_ticket_and_no_other_has_any(chaos_run: ChaosRun) -> None:
+    # Given the same records handed to the tickets function, against OpsCenter's documented deduplication
+    opened = {json.loads(item.data["/aws/dedup"]["Value"])["dedupString"].rsplit("/", 1)[-1]: item
+              for item in chaos_run.center.items.values()}
+    # Then every message the books put in the failure DLQ for a person has exactly one OpsItem, open, named on its
+    # status; and no message that succeeded, was absorbed or waits for an automatic retry has one
+    for_a_person = {m for m, fate in chaos_run.ledger.fates.items() if fate.place is Place.FAILURE_DLQ}
+    final_failures = {m for m, status in chaos_run.statuses.items() if status.state is State.FAILED and status.final}
+    assert for_a_person and for_a_person <= set(opened) == final_failures
+    assert len(chaos_run.center.items) == len(opened)  # one per message, whatever the retries and redeliveries
+    for message_id, item in opened.items():
+        status = chaos_run.statuses[message_id]
+        data = {name: value["Value"] for name, value in item.data.items()}
+        assert item.status == "Open" and status.ticket == item.id, message_id
+        assert (data["messageId"], data["error"], data["failedState"]) == (message_id, status.error,
+                                                                            status.failed_state)
+    # And none was created for a failure the Redriver retried (each OpsItem is a message failed for good)
+    retried = {m for m, fate in chaos_run.ledger.fates.items() if fate.redrives and fate.place is Place.SUCCEEDED}
+    assert retried and not retried & set(opened)

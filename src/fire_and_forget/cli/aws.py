@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_pipes import EventBridgePipesClient
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_ssm import SSMClient
     from mypy_boto3_stepfunctions import SFNClient
 
     RETRIES: Config  # made on first use, by __getattr__ below
@@ -57,6 +58,10 @@ class Clients:
     @functools.cached_property
     def sfn(self) -> SFNClient:
         return cast("SFNClient", self._make("stepfunctions"))
+
+    @functools.cached_property
+    def ssm(self) -> SSMClient:
+        return cast("SSMClient", self._make("ssm"))
 
     @functools.cached_property
     def pipes(self) -> EventBridgePipesClient:

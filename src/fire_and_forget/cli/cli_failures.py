@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
+from botocore.exceptions import ClientError
 from rich.console import Console
 
 from fire_and_forget.cli import cli_common, render, report
@@ -55,7 +56,7 @@ from fire_and_forget.runtime.healing_policy import Disposition
 from fire_and_forget.runtime.outputs import DEFAULT_STACK_NAME, Output
 from fire_and_forget.runtime.records import FailureRecord
 from fire_and_forget.runtime.redrive import Action, Outcome, RedriveReport, RedriveRequest, redrive_failures
-from fire_and_forget.runtime.status import redrive_links
+from fire_and_forget.runtime.status import read_status, redrive_links, resolve_ticket
 
 failures_app = command_group("Failed messages in the failure DLQ.")
 
@@ -274,6 +275,24 @@ def _unacted(result: RedriveReport, decision: Decision, dry_run: bool, out: Cons
     return dataclasses.replace(result, dry_run=dry_run)
 
 
+def _resolve_discarded_ticket(clients: Clients, stack: DeployedStack, caller_message_id: str, guard: Guard) -> None:
+    """A discarded message needs no person any more: its OpsCenter ticket, if the stack opened one, is resolved. A
+    ticket that cannot be resolved (an operator's older policy) is left open and audited, never the discard undone."""
+    table = stack.optional(Output.DELIVERIES_TABLE_NAME)
+    if table is None:  # a stack from before the message status: no row, no ticket
+        return
+    try:
+        status = read_status(clients.dynamodb, table, caller_message_id)
+        if status.ticket is None:
+            return
+        resolve_ticket(clients.ssm, clients.dynamodb, table, status, "discarded by an operator (ff-ops failures "
+                                                                     "discard)")
+    except ClientError as error:
+        guard.audit("UpdateOpsItem", {"messageId": caller_message_id}, "failed", str(error))
+        return
+    guard.audit("UpdateOpsItem", {"messageId": caller_message_id, "ticket": status.ticket}, "resolved", None)
+
+
 @failures_app.command("discard")
 def failures_discard(
     stack_name: StackName = DEFAULT_STACK_NAME,
@@ -316,6 +335,8 @@ def failures_discard(
                     guard.audit("DeleteMessage", {"messageId": outcome.message_id, "key": outcome.key,
                                                   "error": outcome.error, "copies": list(outcome.copies)},
                                 outcome.verdict.value, outcome.reason)
+                    if outcome.verdict is DiscardVerdict.DISCARDED and outcome.caller_message_id is not None:
+                        _resolve_discarded_ticket(clients, stack, outcome.caller_message_id, guard)
 
                 confirmed = dataclasses.replace(keyed, dry_run=False,
                                                 message_ids=frozenset(o.message_id for o in result.outcomes))

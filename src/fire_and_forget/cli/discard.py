@@ -25,6 +25,7 @@ from fire_and_forget.cli.guard import write_line
 from fire_and_forget.cli.report import json_time
 from fire_and_forget.runtime.dlq import DEFAULT_VISIBILITY_TIMEOUT, HeldMessages
 from fire_and_forget.runtime.errors import ACCESS_CODES, THROTTLING_CODES, error_code
+from fire_and_forget.runtime.healing_policy import first_message_id
 from fire_and_forget.runtime.records import (
     DEFAULT_KEY_FIELD,
     FailureRecord,
@@ -74,6 +75,7 @@ class Discarded:
     verdict: DiscardVerdict
     reason: str | None = None
     copies: tuple[str, ...] = ()  # further records of the same execution, discarded with it
+    caller_message_id: str | None = None  # the caller's message (before any redrive): its status row, its ticket
 
 
 @dataclass
@@ -164,4 +166,5 @@ def discard_failures(
 
 
 def _outcome(record: FailureRecord, verdict: DiscardVerdict, reason: str | None = None) -> Discarded:
-    return Discarded(record.message_id, record.key, record.error, verdict, reason, record.copies)
+    return Discarded(record.message_id, record.key, record.error, verdict, reason, record.copies,
+                     first_message_id(record.record) or record.source_message_id)

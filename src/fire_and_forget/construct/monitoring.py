@@ -149,10 +149,25 @@ class Monitoring(Construct):
                                   period=period, label="Webhook pipe ExecutionFailed"), 1,
                         "The completion webhook's pipe failed executions (the caller's URL refused or timed out, or "
                         "the enrichment failed); it retries them while their stream records are under 24 hours old.")
+        if r.tickets is not None:
+            self._ticket_alarms(r, period)
         if r.undelivered_alerts is not None:
             # Its own notification may fail like the alerts it counts; it still shows on the dashboard and in Slack.
             self._alarm("UndeliveredAlertsDlqNotEmpty", queue_depth(r.undelivered_alerts, period, "UndeliveredAlerts"),
                         1, "SNS could not deliver some alerts to the e-mail or webhook subscription.")
+
+    def _ticket_alarms(self, r: MonitoredResources, period: Duration) -> None:
+        """The tickets that could not be opened or resolved: each failure is still announced and in the DLQ."""
+        assert r.tickets is not None and r.healing is not None
+        self._alarm("TicketsDlqNotEmpty", queue_depth(r.tickets.dlq, period, "TicketsDlq"), 1,
+                    "The tickets function gave up on stream records after its retries: OpsItems for them may be "
+                    "missing or left open.")
+        self._alarm("TicketsErrors", r.tickets.function.metric_errors(statistic=cw.Stats.SUM, period=period), 1,
+                    "The tickets function failed; its stream mapping retries the records.",
+                    runbook_section="ticketsdlqnotempty")
+        self._alarm("TicketsRefused", r.healing_metric("TicketsRefused", period), 1,
+                    "OpsCenter refused a ticket (its quota of OpsItems): the failure is announced and waits in the "
+                    "failure DLQ without one.", runbook_section="ticketsdlqnotempty")
 
     def _healing_alarms(self, r: MonitoredResources, period: Duration) -> None:
         assert r.healing is not None

@@ -49,6 +49,7 @@ class WorkflowMetrics:
 if TYPE_CHECKING:
     from fire_and_forget.construct.completion_webhook import CompletionWebhook
     from fire_and_forget.construct.healing import Healing
+    from fire_and_forget.construct.tickets import OpsCenterTickets
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class MonitoredResources:
     healing: Healing | None = None
     # The caller's completion webhook, when configured (fire_and_forget/construct/completion_webhook.py).
     completion_webhook: CompletionWebhook | None = None
+    # The OpsCenter tickets, when configured (fire_and_forget/construct/tickets.py).
+    tickets: OpsCenterTickets | None = None
 
     def queues(self) -> dict[str, sqs.IQueue]:
         """Every queue by the name the runbook uses for it."""
@@ -89,6 +92,8 @@ class MonitoredResources:
             queues["ScheduleDlq"] = self.healing.schedule_dlq
         if self.completion_webhook is not None:
             queues["CompletionWebhookDlq"] = self.completion_webhook.dlq
+        if self.tickets is not None:
+            queues["TicketsDlq"] = self.tickets.dlq
         return queues
 
     def healing_metric(self, name: str, period: Duration, statistic: str = cw.Stats.SUM) -> cw.Metric:

@@ -13,7 +13,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from fire_and_forget.construct.compliance import acknowledge
-from fire_and_forget.runtime.status import REDRIVE_LINK_ATTRIBUTES
+from fire_and_forget.runtime.status import REDRIVE_LINK_ATTRIBUTES, TICKET_ATTRIBUTES
 
 # Every call ff-ops makes (fire_and_forget/cli/), grouped by what it is made on. SQS SSE: a receiver needs kms:Decrypt,
 # a sender kms:GenerateDataKey and kms:Decrypt, and a DLQ redrive (StartMessageMoveTask) needs both sides' permissions.
@@ -50,6 +50,7 @@ class OperatedResources:
     pipe_arn: str
     key: kms.IKey
     deliveries_table: dynamodb.ITable
+    tickets: bool = False  # OpsCenter tickets: `failures discard` resolves a discarded message's ticket
 
 
 class OperatorPolicy(Construct):
@@ -100,6 +101,13 @@ class OperatorPolicy(Construct):
             f"stack/{r.stack_name}/*]",
             "a stack's ARN ends in an id CloudFormation generates; the pattern is this one stack name",
         )
+        if r.tickets:
+            acknowledge(
+                self.policy,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ssm:{_region_and_account(stack)}:opsitem/*]",
+                "UpdateOpsItem acts on an OpsItem's ARN, whose id OpsCenter generates; only this account's and "
+                "region's",
+            )
         if r.failure_dlq is not None:
             machine_id = stack.get_logical_id(r.state_machine.node.default_child)  # type: ignore[arg-type]
             acknowledge(
@@ -138,6 +146,7 @@ class OperatorPolicy(Construct):
                 conditions={"ForAllValues:StringEquals": {"dynamodb:Attributes": list(REDRIVE_LINK_ATTRIBUTES)},
                             "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]}},
             ),
+            *_ticket_statements(stack, r),
             iam.PolicyStatement(
                 sid="DecryptTheClaimsThroughDynamoDb",
                 actions=["kms:Decrypt"],
@@ -151,6 +160,24 @@ class OperatorPolicy(Construct):
                 conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{stack.region}.{stack.url_suffix}"}},
             ),
         ]
+
+
+def _ticket_statements(stack: Stack, r: OperatedResources) -> list[iam.PolicyStatement]:
+    """`failures discard` resolves the discarded message's OpsItem and notes it on the caller's row, on the ticket's
+    attributes only (runtime/status.py, resolve_ticket)."""
+    if not r.tickets:
+        return []
+    return [
+        _allow("ResolveTicketsOfDiscardedMessages", ["ssm:UpdateOpsItem"],
+               [stack.format_arn(service="ssm", resource="opsitem", resource_name="*")]),
+        iam.PolicyStatement(
+            sid="NoteResolvedTickets",
+            actions=LINK_REDRIVES,
+            resources=[r.deliveries_table.table_arn],
+            conditions={"ForAllValues:StringEquals": {"dynamodb:Attributes": list(TICKET_ATTRIBUTES)},
+                        "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]}},
+        ),
+    ]
 
 
 def _region_and_account(stack: Stack) -> str:

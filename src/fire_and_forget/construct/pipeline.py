@@ -43,6 +43,7 @@ from fire_and_forget.construct.request_response_alarms import RequestResponseAla
 from fire_and_forget.construct.settings import PipelineSettings
 from fire_and_forget.construct.source_queue import SourceQueue
 from fire_and_forget.construct.task_resources import encrypted_table
+from fire_and_forget.construct.tickets import OpsCenterTickets
 from fire_and_forget.construct.workflow import WiringError, Workflow, WorkflowStateMachine, retried_errors
 from fire_and_forget.runtime.deliveries import STALE_AFTER_VARIABLE
 from fire_and_forget.runtime.outputs import Output
@@ -98,7 +99,8 @@ class FireAndForgetPipeline(Construct):
     Takes its props as keywords, as CDK constructs do; each is documented on PipelineProps. Exposes what it creates:
     `.source_queue`, `.source_dlq`, `.pipe`, `.state_machine`, `.failure_dlq`, `.alerts_topic`, `.alarms`,
     `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`, `.completion_webhook` (None unless
-    `settings.completion_webhook_url`), and `.props`; in REQUEST_RESPONSE mode
+    `settings.completion_webhook_url`), `.tickets` (None unless `settings.ops_center_tickets`), and `.props`; in
+    REQUEST_RESPONSE mode
     `.failure_dlq`, `.composite_alarm` and `.dashboard` are None and `.operator_policy` grants only the commands
     that mode has (`status`, `source-dlq redrive`). Its outputs have fixed keys,
     which is how ff-ops finds it: one pipeline per stack emits them.
@@ -277,6 +279,11 @@ class FireAndForgetPipeline(Construct):
             self, "CompletionWebhook", settings=settings, table=self.deliveries_table, key=self.key,
             state_machine=self.state_machine, policy=self.healing.policy, layer=layer,
             service=self.healing.service, metrics_namespace=props.metrics.namespace)
+        self.tickets = None if not settings.ops_center_tickets else OpsCenterTickets(
+            self, "Tickets", settings=settings, table=self.deliveries_table, key=self.key,
+            state_machine=self.state_machine, policy=self.healing.policy, layer=layer, service=self.healing.service,
+            metrics_namespace=props.metrics.namespace, pipeline_name=props.name, title=workflow.title,
+            message_key=props.message_key)
         alert_path = AlertPath(self, "AlertPath", settings=settings)
         monitoring = Monitoring(
             self,
@@ -300,6 +307,7 @@ class FireAndForgetPipeline(Construct):
                 undelivered_alerts=failure.undelivered_alerts,
                 healing=self.healing,
                 completion_webhook=self.completion_webhook,
+                tickets=self.tickets,
             ),
         )
         self.alarms = monitoring.alarms
@@ -316,11 +324,13 @@ class FireAndForgetPipeline(Construct):
                 watched_queues=(self.source_queue, self.source_dlq, self.failure_dlq,
                                 execution_events.failure_events_queue, execution_events.target_dlq,
                                 self.healing.reconciler_dlq, self.healing.schedule_dlq,
-                                *(() if self.completion_webhook is None else (self.completion_webhook.dlq,))),
+                                *(() if self.completion_webhook is None else (self.completion_webhook.dlq,)),
+                                *(() if self.tickets is None else (self.tickets.dlq,))),
                 state_machine=self.state_machine,
                 pipe_arn=self.pipe.attr_arn,
                 key=self.key,
                 deliveries_table=self.deliveries_table,
+                tickets=self.tickets is not None,
             ),
         ).policy
 
@@ -365,7 +375,9 @@ class FireAndForgetPipeline(Construct):
     def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
         """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""
         # The completion webhook reads the rows' changes from the table's stream (both images: it acts on a change).
-        stream = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if props.settings.completion_webhook_url else None
+        settings = props.settings
+        streamed = settings.completion_webhook_url is not None or settings.ops_center_tickets
+        stream = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if streamed else None
         table = encrypted_table(self, "DeliveriesTable", partition_key="messageId", key=self.key,
                                 settings=props.settings, ttl_attribute="expiresAt", stream=stream)
         workflow = props.workflow
@@ -374,13 +386,15 @@ class FireAndForgetPipeline(Construct):
         claimer.add_environment("DELIVERIES_TABLE_NAME", table.table_name)
         # As long as the idempotency records: a duplicate cannot outlive the claim.
         claimer.add_environment("DELIVERY_CLAIM_TTL_SECONDS", str(props.settings.idempotency_expiry_seconds))
-        if props.settings.completion_webhook_url and props.invocation_type == REQUEST_RESPONSE:
-            raise WiringError("completion_webhook_url is for FIRE_AND_FORGET: in REQUEST_RESPONSE the pipe waits for "
-                              "the execution, and the source queue keeps the message until it succeeded")
-        if props.settings.completion_webhook_url and not workflow.reports_progress:
-            raise WiringError(f"Workflow {workflow.title!r}: the completion webhook tells a success only when the "
-                              "workflow's last step reports it (reports_progress, AttemptProgress.mark(done=True)): "
-                              "name the reporting states, or leave completion_webhook_url unset")
+        for option, wanted in (("completion_webhook_url", settings.completion_webhook_url is not None),
+                               ("ops_center_tickets", settings.ops_center_tickets)):
+            if wanted and props.invocation_type == REQUEST_RESPONSE:
+                raise WiringError(f"{option} is for FIRE_AND_FORGET: in REQUEST_RESPONSE the pipe waits for the "
+                                  "execution, and the source queue keeps the message until it succeeded")
+            if wanted and not workflow.reports_progress:
+                raise WiringError(f"Workflow {workflow.title!r}: {option} needs to know a success, which only the "
+                                  "workflow's last step reports (reports_progress, AttemptProgress.mark(done=True)): "
+                                  f"name the reporting states, or leave {option} unset")
         if workflow.reports_progress and props.invocation_type == REQUEST_RESPONSE:
             raise WiringError(f"Workflow {workflow.title!r}: reports_progress is for FIRE_AND_FORGET: in "
                               "REQUEST_RESPONSE the message stays in the source queue until its execution returns, "

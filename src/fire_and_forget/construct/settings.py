@@ -122,6 +122,9 @@ class PipelineSettings(_Model):
     completion_webhook_header: str = Field(default="x-api-key", min_length=1, max_length=512,
                                            pattern=r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
     completion_webhook_rate_per_second: int = Field(default=10, ge=1, le=300)
+    # One Systems Manager OpsCenter OpsItem per message that failed for good, resolved when a later attempt succeeds
+    # or an operator discards it (docs/construct.md, "Tickets in OpsCenter").
+    ops_center_tickets: bool = False
     runbook_url: str = Field(default=DEFAULT_RUNBOOK_URL, pattern=r"^https://[^\s#]+$")
     log_retention_days: int = 30
     # Longer than every queue that feeds a DLQ keeps a message, and than the longest wait HealingConfig's bounds

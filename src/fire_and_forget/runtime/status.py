@@ -22,7 +22,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from fire_and_forget.runtime.healing_policy import Disposition, HealingPolicy, f
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_ssm.client import SSMClient
 
     from fire_and_forget.runtime.records import FailureRecord
 
@@ -46,6 +47,9 @@ REDRIVE_LINK_ATTRIBUTES = ("messageId", "latestAttempt", "linkedAttempts", "upda
 # A link's row expiry when it has none yet (a caller's row always has the claim's): the construct's default
 # idempotency expiry, which the claims are kept as long as.
 DEFAULT_LINK_TTL_SECONDS = 15 * 24 * 3600
+# What resolving a ticket writes on the caller's row (an operator's discard does it too: the OperatorPolicy allows it).
+TICKET_ATTRIBUTES = ("messageId", "ticket", "resolvedTicket", "updatedAt")
+TICKET_NOTE_MAX = 20 * 1024  # an OperationalData value's maximum (API_UpdateOpsItem.html)
 
 
 class State(StrEnum):
@@ -75,6 +79,7 @@ class MessageStatus:
     retry: bool | None = None  # FAILED: whether an automatic redrive follows (None: no policy to tell)
     absorbed_by: str | None = None
     updated_at: int | None = None  # epoch seconds of the latest write the row records
+    ticket: str | None = None  # the OpsCenter OpsItem open for the caller's message (fire_and_forget.healing.tickets)
 
     @property
     def final(self) -> bool:
@@ -86,7 +91,7 @@ class MessageStatus:
                 "attemptMessageId": self.attempt_message_id, "redrives": self.attempts, "stage": self.stage,
                 "executionArn": self.execution_arn, "error": self.error, "failedState": self.failed_state,
                 "manualRepair": self.manual_repair, "retry": self.retry, "absorbedBy": self.absorbed_by,
-                "updatedAt": self.updated_at}
+                "updatedAt": self.updated_at, "ticket": self.ticket}
 
 
 class AttemptProgress:
@@ -170,6 +175,30 @@ def redrive_links(dynamodb: DynamoDBClient, table: str,
     return link
 
 
+def resolve_ticket(ssm: SSMClient, dynamodb: DynamoDBClient, table: str, status: MessageStatus, why: str) -> bool:
+    """Resolve the OpsCenter OpsItem open for the caller's message (fire_and_forget.healing.tickets opened it), and
+    note it on the caller's row as resolved (`ticket` becomes `resolvedTicket`). False when there was none; an
+    OpsItem already gone only loses its note, and a repeated resolution changes nothing."""
+    if status.ticket is None:
+        return False
+    try:
+        ssm.update_ops_item(OpsItemId=status.ticket, Status="Resolved",
+                            OperationalData={"resolution": {"Value": why[:TICKET_NOTE_MAX], "Type": "String"}})
+    except ClientError as error:
+        if error_code(error) != "OpsItemNotFoundException":
+            raise
+    try:
+        dynamodb.update_item(
+            TableName=table, Key={"messageId": {"S": status.message_id}},
+            UpdateExpression="SET resolvedTicket = ticket, updatedAt = :now REMOVE ticket",
+            ConditionExpression="ticket = :ticket",
+            ExpressionAttributeValues={":ticket": {"S": status.ticket}, ":now": {"N": str(int(time.time()))}})
+    except ClientError as error:
+        if error_code(error) != "ConditionalCheckFailedException":  # resolved already
+            raise
+    return True
+
+
 def read_status(dynamodb: DynamoDBClient, table: str, message_id: str,
                 policy: HealingPolicy | None = None) -> MessageStatus:
     """The status of the caller's message `message_id`: its own row, or the row of the latest attempt a redrive
@@ -183,9 +212,10 @@ def read_status(dynamodb: DynamoDBClient, table: str, message_id: str,
         redrives += len(attempt_row.get("linkedAttempts") or ()) or 1  # each copy sent back from this attempt's row
         linked = _row(dynamodb, table, following)
         if linked is None:  # sent back, not received yet: the copy waits in the source queue
-            return MessageStatus(message_id, State.ACCEPTED, following, redrives, updated_at=_int(row.get("updatedAt")))
+            return MessageStatus(message_id, State.ACCEPTED, following, redrives, updated_at=_int(row.get("updatedAt")),
+                                 ticket=_text(row.get("ticket")))
         attempt_id, attempt_row = following, linked
-    return _status(message_id, attempt_id, redrives, attempt_row, policy)
+    return replace(_status(message_id, attempt_id, redrives, attempt_row, policy), ticket=_text(row.get("ticket")))
 
 
 def _status(message_id: str, attempt_id: str, redrives: int, row: dict[str, Any],
@@ -253,6 +283,10 @@ def _plain(value: Any) -> Any:
     if kind == "SS":
         return list(inner)
     return inner if kind == "S" else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _int(value: Any) -> int | None:
