@@ -95,7 +95,7 @@ def test_message_document(aws: Rehearsal, cli: CliRunner) -> None:
     assert document["schema"] == "ff-ops/message/v1"
     assert set(document) == {"schema", "stack", "messageId", "state", "final", "attemptMessageId", "redrives", "stage",
                              "executionArn", "error", "failedState", "manualRepair", "retry", "absorbedBy",
-                             "updatedAt"}
+                             "updatedAt", "ticket"}
     # The order failed for a business reason: recorded for a person, nothing more happens by itself
     assert (document["state"], document["final"], document["retry"]) == ("failed", True, False)
     assert document["failedState"] and document["error"] and order_id
