@@ -43,18 +43,9 @@ class WebhookEdges(CheckShapes):
 
     def _stream_pipe(self, pipe: str, props: dict[str, Any]) -> None:
         role = self.a.lid(props["RoleArn"])
-        stream = self.a.resolver.resolve(props["Source"])
-        table = next(lid for lid in self.a.of_type("AWS::DynamoDB::Table")
-                     if self.a.att(lid, "StreamArn") == stream)
-        edge = f"pipe {pipe} reads {table}'s stream"
-        for action in STREAM_READS:
-            self.role_call(edge, role, action, table, stream, key_actions=("kms:Decrypt",), via="dynamodb")
-        self.role_call(edge, role, "dynamodb:ListStreams", None, "*", negatives=False)
-        for other in self.a.of_type("AWS::DynamoDB::Table"):
-            if other != table:
-                self.denied(edge, role, "dynamodb:GetRecords", self.a.att(other, "Arn") + "/stream/2026-12-07T00:00",
-                            "another table's stream")
-        self.denied(edge, role, "dynamodb:GetItem", self.a.att(table), "the table itself, not its stream", table)
+        table = self._reads_stream(f"pipe {pipe}", role, props["Source"])
+        self.denied(f"pipe {pipe} reads {table}'s stream", role, "dynamodb:GetItem", self.a.att(table),
+                    "the table itself, not its stream", table)
 
         enrichment = self.a.lid(props["Enrichment"])
         edge = f"pipe {pipe} enriches with {enrichment}"
@@ -68,12 +59,8 @@ class WebhookEdges(CheckShapes):
         self.role_call(edge, role, "events:InvokeApiDestination", destination, self.a.att(destination))
         self.denied(edge, role, "events:InvokeApiDestination",
                     arn("events", "api-destination/AnotherDestination/0000"), "another API destination")
-        dlq = self.a.lid(props["SourceParameters"]["DynamoDBStreamParameters"]["DeadLetterConfig"]["Arn"])
-        edge = f"pipe {pipe} dead-letters to {dlq}"
-        self.role_call(edge, role, "sqs:SendMessage", dlq, self.a.att(dlq), key_actions=SQS_SEND_KEY, via="sqs")
-        for queue in self.a.of_type("AWS::SQS::Queue"):
-            if queue != dlq:
-                self.denied(edge, role, "sqs:SendMessage", self.a.att(queue), "a queue that is not its DLQ", queue)
+        dlq = self._dead_letters(f"pipe {pipe}", role,
+                                 props["SourceParameters"]["DynamoDBStreamParameters"]["DeadLetterConfig"]["Arn"])
         log_group = props.get("LogConfiguration", {}).get("CloudwatchLogsLogDestination", {}).get("LogGroupArn")
         if log_group is not None:
             self._logs(f"pipe {pipe} logs", role, self.a.lid(log_group))
@@ -84,9 +71,16 @@ class WebhookEdges(CheckShapes):
         """Lambda reads the stream with the function's role, and sends what it gave up on to the on-failure queue."""
         function = self.a.lid(props["FunctionName"])
         role = self.a.lid(self.a.props(function)["Role"])
-        stream = self.a.resolver.resolve(props["EventSourceArn"])
+        self._reads_stream(f"mapping {mapping} for {function}", role, props["EventSourceArn"])
+        self._dead_letters(f"mapping {mapping}", role, props["DestinationConfig"]["OnFailure"]["Destination"])
+        self.a.covered.add(("event-source", mapping))
+
+    def _reads_stream(self, reader: str, role: str, source: Any) -> str:
+        """The stream's reads (and the key's decrypt) allowed, ListStreams, any other table's stream denied; the
+        table whose stream it is."""
+        stream = self.a.resolver.resolve(source)
         table = next(lid for lid in self.a.of_type("AWS::DynamoDB::Table") if self.a.att(lid, "StreamArn") == stream)
-        edge = f"mapping {mapping} reads {table}'s stream for {function}"
+        edge = f"{reader} reads {table}'s stream"
         for action in STREAM_READS:
             self.role_call(edge, role, action, table, stream, key_actions=("kms:Decrypt",), via="dynamodb")
         self.role_call(edge, role, "dynamodb:ListStreams", None, "*", negatives=False)
@@ -94,13 +88,17 @@ class WebhookEdges(CheckShapes):
             if other != table:
                 self.denied(edge, role, "dynamodb:GetRecords", self.a.att(other, "Arn") + "/stream/2026-12-07T00:00",
                             "another table's stream")
-        dlq = self.a.lid(props["DestinationConfig"]["OnFailure"]["Destination"])
-        edge = f"mapping {mapping} on-failure destination {dlq}"
+        return table
+
+    def _dead_letters(self, reader: str, role: str, target: Any) -> str:
+        """SendMessage to its DLQ (with the key's data key) allowed, to every other queue denied; the DLQ."""
+        dlq = self.a.lid(target)
+        edge = f"{reader} dead-letters to {dlq}"
         self.role_call(edge, role, "sqs:SendMessage", dlq, self.a.att(dlq), key_actions=SQS_SEND_KEY, via="sqs")
         for queue in self.a.of_type("AWS::SQS::Queue"):
             if queue != dlq:
                 self.denied(edge, role, "sqs:SendMessage", self.a.att(queue), "a queue that is not its DLQ", queue)
-        self.a.covered.add(("event-source", mapping))
+        return dlq
 
     def _tickets(self, function: str) -> None:
         """CreateOpsItem (no resource type) and UpdateOpsItem on this account's OpsItems; nothing else of SSM."""
