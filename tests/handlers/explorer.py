@@ -1,7 +1,7 @@
 """An explorer of interleavings: several attempts of ONE order run step by step through the real handlers and tables.
 
 Every execution is driven by the ASL itself (Retry, Catch, ResultPath, the compensation chain and ClaimFailure's
-conditional put are read from statemachines/order_saga.asl.json). Each Lambda invocation and ClaimFailure's DynamoDB
+conditional update are read from statemachines/order_saga.asl.json). Each Lambda invocation and ClaimFailure's DynamoDB
 call is one atomic step; the states that touch nothing another execution reads (Pass, HandleFailure, the alert,
 Succeed, Fail) run eagerly after it. At every step the explorer may choose any execution that can move, and may inject
 one fault into that step. Every schedule is explored once, depth first, restarting each alternative from a
@@ -188,8 +188,8 @@ class World:
         parameters = self._evaluate(state["Parameters"], execution)
         if state["Resource"].endswith(":lambda:invoke"):
             result = self._lambda(name, parameters["Payload"])
-        elif state["Resource"].endswith(":dynamodb:putItem"):
-            result = self._put_item(parameters)
+        elif state["Resource"].endswith(":dynamodb:updateItem"):
+            result = self._update_item(parameters)
         else:
             raise AssertionError(f"the explorer does not model {state['Resource']} in {name}")
         if fault in (Fault.LOST, Fault.LOST_CRASH):
@@ -205,9 +205,9 @@ class World:
             raise TaskError(type(error).__name__) from None
         return {"Payload": json.loads(json.dumps(result))}
 
-    def _put_item(self, parameters: dict[str, Any]) -> Any:
+    def _update_item(self, parameters: dict[str, Any]) -> Any:
         try:
-            self.client.put_item(**parameters)
+            self.client.update_item(**parameters)
         except ClientError as error:
             raise TaskError(f"DynamoDB.{error.response['Error']['Code']}") from None
         return {}

@@ -158,7 +158,7 @@ def test_the_explorer_models_the_asl_it_reads() -> None:
             "record.$": "$$.Execution.Input[0]",
             "executionArn.$": "$$.Execution.Id",
         }
-    assert states["ClaimFailure"]["Resource"].endswith(":dynamodb:putItem")
+    assert states["ClaimFailure"]["Resource"].endswith(":dynamodb:updateItem")
     assert set(HANDLERS) == {n for n, s in states.items() if s.get("Resource", "").endswith(":lambda:invoke")}
     assert {Fault.CRASH, Fault.LOST, Fault.EXHAUST} <= set(Fault)
 

@@ -79,8 +79,8 @@ class SagaWorld(World):
                 except Exception as error:  # Lambda reports every exception as errorType
                     raise TaskError(type(error).__name__) from None
                 return "ok", {"Payload": json.loads(json.dumps(result))}
-            if resource.endswith(":dynamodb:putItem"):
-                self.services.dynamodb.put_item(**parameters)
+            if resource.endswith(":dynamodb:updateItem"):
+                self.services.dynamodb.update_item(**parameters)
             elif resource.endswith(":sqs:sendMessage"):
                 self.services.sqs.send_message(QueueUrl=parameters["QueueUrl"],
                                                MessageBody=json.dumps(parameters["MessageBody"]),
@@ -258,9 +258,9 @@ def late_call(services: Services, world_state: dict[str, Any], handler_path: str
                 return handler(json.loads(json.dumps(parameters["Payload"])), context)
         except Exception as error:
             return {"raised": type(error).__name__}
-    if resource.endswith(":dynamodb:putItem"):
+    if resource.endswith(":dynamodb:updateItem"):
         try:
-            services.dynamodb.put_item(**parameters)
+            services.dynamodb.update_item(**parameters)
         except ClientError as error:
             return {"raised": error.response["Error"]["Code"]}
         return {}

@@ -111,9 +111,9 @@ DEFECTS = [
            "Reconciler's CancelShipment: a shipment stands whose charge was refunded and whose order is handed over",
            frozenset({"shipped without its own charge", "ledger disagrees with the shipment"}),
            ("late ArrangeShipping(",)),
-    Defect("late-tail-claim", "an abort while ClaimFailure's PutItem is in flight: it lands after the Reconciler "
-           "finished and replaces the row (its stage gone), so the next run (the sweep, a redelivery) reconciles the "
-           "execution again: a second record and a second announcement",
+    Defect("late-tail-claim", "an abort while ClaimFailure's write is in flight: landing after the Reconciler "
+           "finished, a put would replace the row (its stage gone), so the next run (the sweep, a redelivery) would "
+           "reconcile the execution again: a second record and a second announcement",
            frozenset({"recorded twice", "in two places", "announced twice"}), ("late ClaimFailure(",)),
 ]
 

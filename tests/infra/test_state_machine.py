@@ -144,8 +144,12 @@ def test_a_failing_compensation_marks_manual_repair(states: dict[str, Any], comp
 
 def test_each_message_fails_once_even_when_delivered_twice(states: dict[str, Any]) -> None:
     claim = states["ClaimFailure"]
-    assert claim["Resource"] == "arn:aws:states:::dynamodb:putItem"
-    assert claim["Parameters"]["ConditionExpression"] == "attribute_not_exists(messageId) OR executionArn = :execution"
+    # An update, never a put: the row keeps the claim's expiry and the last stage; and no write once the Reconciler
+    # claimed the execution (a call of an aborted execution that lands late must not replace what it recorded).
+    assert claim["Resource"] == "arn:aws:states:::dynamodb:updateItem"
+    assert claim["Parameters"]["ConditionExpression"] == (
+        "(attribute_not_exists(messageId) OR executionArn = :execution) AND attribute_not_exists(reconciliation)")
+    assert "expiresAt" not in claim["Parameters"]["UpdateExpression"]
     duplicate, unavailable = claim["Catch"]
     assert duplicate["ErrorEquals"] == ["DynamoDB.ConditionalCheckFailedException"]
     assert states[duplicate["Next"]]["Type"] == "Succeed"

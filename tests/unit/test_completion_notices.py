@@ -63,10 +63,16 @@ class Account:
         return found
 
     def fail(self, message_id: str, arn: str, error: str, state: str = "ChargePayment") -> None:
-        """What the failure tail's ClaimFailure puts (fire_and_forget/construct/asl/failure_tail.asl.json)."""
-        self.dynamodb.put_item(TableName=TABLE, Item={
-            "messageId": {"S": message_id}, "executionArn": {"S": arn}, "outcome": {"S": "FAILED"},
-            "error": {"S": error}, "failedState": {"S": state}, "manualRepair": {"BOOL": False}})
+        """What the failure tail's ClaimFailure writes (fire_and_forget/construct/asl/failure_tail.asl.json)."""
+        self.dynamodb.update_item(
+            TableName=TABLE, Key={"messageId": {"S": message_id}},
+            UpdateExpression="SET executionArn = :execution, outcome = :failed, #error = :error, failedState = :state, "
+                             "manualRepair = :manual",
+            ConditionExpression="(attribute_not_exists(messageId) OR executionArn = :execution) "
+                                "AND attribute_not_exists(reconciliation)",
+            ExpressionAttributeNames={"#error": "error"},
+            ExpressionAttributeValues={":execution": {"S": arn}, ":failed": {"S": "FAILED"}, ":error": {"S": error},
+                                       ":state": {"S": state}, ":manual": {"BOOL": False}})
 
 
 @pytest.fixture

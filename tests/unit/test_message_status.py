@@ -40,10 +40,16 @@ def claimed(dynamodb: Any, message_id: str = FIRST, arn: str = ARN) -> AttemptPr
 
 def failed_by_the_tail(dynamodb: Any, message_id: str, arn: str, *, error: str, state: str,
                        manual_repair: bool = False) -> None:
-    """What the failure tail's ClaimFailure puts (fire_and_forget/construct/asl/failure_tail.asl.json)."""
-    dynamodb.put_item(TableName=TABLE, Item={
-        "messageId": {"S": message_id}, "executionArn": {"S": arn}, "outcome": {"S": "FAILED"},
-        "error": {"S": error}, "failedState": {"S": state}, "manualRepair": {"BOOL": manual_repair}})
+    """What the failure tail's ClaimFailure writes (fire_and_forget/construct/asl/failure_tail.asl.json)."""
+    dynamodb.update_item(
+        TableName=TABLE, Key={"messageId": {"S": message_id}},
+        UpdateExpression="SET executionArn = :execution, outcome = :failed, #error = :error, failedState = :state, "
+                         "manualRepair = :manual",
+        ConditionExpression="(attribute_not_exists(messageId) OR executionArn = :execution) "
+                            "AND attribute_not_exists(reconciliation)",
+        ExpressionAttributeNames={"#error": "error"},
+        ExpressionAttributeValues={":execution": {"S": arn}, ":failed": {"S": "FAILED"}, ":error": {"S": error},
+                                   ":state": {"S": state}, ":manual": {"BOOL": manual_repair}})
 
 
 def test_a_message_nobody_received_is_unknown(dynamodb: Any) -> None:

@@ -429,8 +429,8 @@ class WorkflowStateMachine(Construct):
             self.state_machine.add_to_role_policy(
                 iam.PolicyStatement(actions=["sns:Publish"], resources=[alerts_topic.topic_arn])
             )
-            # ClaimFailure's conditional put: the first execution of a message to fail records it, once.
-            deliveries_table.grant(self.state_machine, "dynamodb:PutItem")
+            # ClaimFailure's conditional update: the first execution of a message to fail records it, once.
+            deliveries_table.grant(self.state_machine, "dynamodb:UpdateItem")
         acknowledge(
             self.state_machine, "AwsSolutions-IAM5[Resource::*]",
             "Only the CloudWatch Logs vended-delivery actions (logs:CreateLogDelivery and friends) and X-Ray "
