@@ -100,9 +100,8 @@ class FireAndForgetPipeline(Construct):
     `.source_queue`, `.source_dlq`, `.pipe`, `.state_machine`, `.failure_dlq`, `.alerts_topic`, `.alarms`,
     `.dashboard`, `.deliveries_table`, `.key`, `.operator_policy`, `.completion_webhook` (None unless
     `settings.completion_webhook_url`), `.tickets` (None unless `settings.ops_center_tickets`), and `.props`; in
-    REQUEST_RESPONSE mode
-    `.failure_dlq`, `.composite_alarm` and `.dashboard` are None and `.operator_policy` grants only the commands
-    that mode has (`status`, `source-dlq redrive`). Its outputs have fixed keys,
+    REQUEST_RESPONSE mode `.failure_dlq`, `.composite_alarm` and `.dashboard` are None and `.operator_policy` grants
+    only the commands that mode has (`status`, `source-dlq redrive`). Its outputs have fixed keys,
     which is how ff-ops finds it: one pipeline per stack emits them.
     """
 
@@ -374,7 +373,8 @@ class FireAndForgetPipeline(Construct):
 
     def _deliveries_table(self, props: PipelineProps) -> dynamodb.Table:
         """Which execution owns each SQS messageId (the entry task's claim, and ClaimFailure's failure claim)."""
-        # The completion webhook reads the rows' changes from the table's stream (both images: it acts on a change).
+        # The completion webhook and the tickets read the rows' changes from the table's stream (both images: they act
+        # on what a write changed).
         settings = props.settings
         streamed = settings.completion_webhook_url is not None or settings.ops_center_tickets
         stream = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if streamed else None
