@@ -75,11 +75,12 @@ def test_state_machine_invokes_exactly_the_five_functions(template: dict[str, An
                     for spec in TASKS}
     assert {ref_or_att(r) for r in statement["Resource"]} == function_ids  # no `arn:*` versions or aliases
     sends = [s for s in statements(template, role_id) if actions(s) & {"sqs:SendMessage", "sns:Publish",
-                                                                       "dynamodb:PutItem"}]
+                                                                       "dynamodb:PutItem", "dynamodb:UpdateItem"}]
     assert {(frozenset(actions(s)), ref_or_att(s["Resource"])) for s in sends} == {
         (frozenset({"sqs:SendMessage"}), one(template, "AWS::SQS::Queue", "PipelineFailureHandlingFailureDlq")[0]),
         (frozenset({"sns:Publish"}), one(template, "AWS::SNS::Topic", "PipelineFailureHandlingAlertsTopic")[0]),
-        (frozenset({"dynamodb:PutItem"}), one(template, "AWS::DynamoDB::Table", "PipelineDeliveriesTable")[0]),
+        # ClaimFailure's update of the message's row, never a put that would replace it
+        (frozenset({"dynamodb:UpdateItem"}), one(template, "AWS::DynamoDB::Table", "PipelineDeliveriesTable")[0]),
     }
 
 
