@@ -10,6 +10,8 @@ cites the pages behind each setting.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Duration, SecretValue
@@ -45,15 +47,56 @@ def settled_filters() -> list[dict[str, Any]]:
             for name in ("outcome", "summary")]
 
 
+@dataclass(frozen=True)
+class EndingReads:
+    """What a function reading the stream's endings (fire_and_forget.healing.endings) is given: the pipeline's
+    settings and layer, the deliveries table and its key, the workflow whose executions it describes, the healing
+    policy that says what is final, and its Powertools service and namespace."""
+
+    settings: PipelineSettings
+    table: dynamodb.Table
+    key: kms.IKey
+    state_machine: sfn.StateMachine
+    policy: HealingPolicy
+    layer: lambda_.ILayerVersion
+    service: str
+    metrics_namespace: str
+
+
+def ending_reader(scope: Construct, name: str, *, handler: str, timeout: Duration, description: str,
+                  why_no_dlq: str, reads: EndingReads,
+                  environment: Mapping[str, str] | None = None) -> lambda_.Function:
+    """A function of the healing code that reads endings: what `endings` calls and nothing more (GetItem on the
+    deliveries table, decrypt with its key, DescribeExecution on the workflow's executions), its environment
+    (the table, the policy, `environment`), and `timeout`."""
+    function = task_function(
+        scope, name, handler=handler, code=healing_code(), layer=reads.layer, settings=reads.settings,
+        description=description, why_no_dlq=why_no_dlq,
+        environment={"POWERTOOLS_SERVICE_NAME": reads.service, "POWERTOOLS_METRICS_NAMESPACE": reads.metrics_namespace,
+                     "DELIVERIES_TABLE_NAME": reads.table.table_name, **reads.policy.to_environment(),
+                     **(environment or {})})
+    cfn_function = function.node.default_child
+    assert isinstance(cfn_function, lambda_.CfnFunction)
+    cfn_function.timeout = int(timeout.to_seconds())
+    reads.table.grant(function, "dynamodb:GetItem")
+    reads.key.grant_decrypt(function)
+    executions, finding = executions_of(reads.state_machine)
+    function.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions]))
+    role = function.role
+    assert role is not None
+    acknowledge(role, finding, "DescribeExecution on the state machine's executions, whose names are generated: the "
+                               "caller's message id a redriven copy carries is in its execution's input.")
+    return function
+
+
 class CompletionWebhook(Construct):
     """The stream pipe, its enrichment function, the API destination and its connection, and the pipe's DLQ:
     `.pipe`, `.function`, `.destination`, `.connection`, `.dlq`. The pipeline's Monitoring alarms on the DLQ and on
     the pipe's failed executions (CompletionWebhookUndelivered, CompletionWebhookFailing)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: PipelineSettings, table: dynamodb.Table,
-                 key: kms.IKey, state_machine: sfn.StateMachine, policy: HealingPolicy,
-                 layer: lambda_.ILayerVersion, service: str, metrics_namespace: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, reads: EndingReads) -> None:
         super().__init__(scope, construct_id)
+        settings, table, key = reads.settings, reads.table, reads.key
         url, secret = settings.completion_webhook_url, settings.completion_webhook_secret_arn
         assert url is not None and secret is not None, "CompletionWebhook needs completion_webhook_url and _secret_arn"
         if table.table_stream_arn is None:
@@ -73,25 +116,12 @@ class CompletionWebhook(Construct):
             http_method=events.HttpMethod.POST,
             rate_limit_per_second=settings.completion_webhook_rate_per_second,
         )
-        self.function = task_function(
-            self, "Notices", handler="fire_and_forget.healing.completion.handler", code=healing_code(), layer=layer,
-            settings=settings, description="Turns settled deliveries rows into completion notices for the webhook",
-            environment={"POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace,
-                         "DELIVERIES_TABLE_NAME": table.table_name, **policy.to_environment()},
+        self.function = ending_reader(
+            self, "Notices", handler="fire_and_forget.healing.completion.handler", timeout=ENRICHMENT_TIMEOUT,
+            description="Turns settled deliveries rows into completion notices for the webhook",
             why_no_dlq="The webhook's pipe invokes it synchronously as its enrichment: a batch that fails is retried "
-                       "by the pipe, then described in the pipe's DLQ (CompletionWebhookDlq).")
-        cfn_function = self.function.node.default_child
-        assert isinstance(cfn_function, lambda_.CfnFunction)
-        cfn_function.timeout = int(ENRICHMENT_TIMEOUT.to_seconds())
-        table.grant(self.function, "dynamodb:GetItem")
-        key.grant_decrypt(self.function)
-        executions, finding = executions_of(state_machine)
-        self.function.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"],
-                                                             resources=[executions]))
-        role = self.function.role
-        assert role is not None
-        acknowledge(role, finding, "DescribeExecution on the state machine's executions, whose names are generated: "
-                                   "the caller's message id a redriven copy carries is in its execution's input.")
+                       "by the pipe, then described in the pipe's DLQ (CompletionWebhookDlq).",
+            reads=reads)
 
         self.dlq = dead_letter_queue(self, "Dlq", key=key, settings=settings)
         self.log_group = log_group(self, "Logs", settings=settings)

@@ -11,7 +11,6 @@ from constructs import Construct
 from fire_and_forget.construct.alert_path import ALERT_PATH_ALARMS
 from fire_and_forget.construct.monitoring_dashboard import build_dashboard
 from fire_and_forget.construct.monitoring_metrics import (
-    PIPES_NAMESPACE,
     MonitoredResources,
     execution_metric,
     failure_rate,
@@ -128,9 +127,9 @@ class Monitoring(Construct):
                     "failing or throttled.")
 
     def _delivery_alarms(self, r: MonitoredResources, period: Duration) -> None:
-        self._alarm("PipeExecutionFailed", pipe_metric(r, "ExecutionFailed", period), 1,
+        self._alarm("PipeExecutionFailed", pipe_metric(r.pipe_name, "ExecutionFailed", period), 1,
                     f"The pipe failed to start {r.title} executions; SQS will retry, then move them to the source DLQ.")
-        self._alarm("PipeExecutionThrottled", pipe_metric(r, "ExecutionThrottled", period), 1,
+        self._alarm("PipeExecutionThrottled", pipe_metric(r.pipe_name, "ExecutionThrottled", period), 1,
                     "The pipe was throttled: messages wait longer in the source queue.")
         self._alarm("RuleFailedInvocations", rule_metric(r, "FailedInvocations", period), 1,
                     "The failure rule could not deliver a status-change event to a target after its retries.")
@@ -144,9 +143,7 @@ class Monitoring(Construct):
                         "The completion webhook gave up on some notices after its retries: their stream records are "
                         "described in the CompletionWebhookDlq (each message's status stays readable).")
             self._alarm("CompletionWebhookFailing",
-                        cw.Metric(namespace=PIPES_NAMESPACE, metric_name="ExecutionFailed",
-                                  dimensions_map={"PipeName": webhook.pipe.ref}, statistic=cw.Stats.SUM,
-                                  period=period, label="Webhook pipe ExecutionFailed"), 1,
+                        pipe_metric(webhook.pipe.ref, "ExecutionFailed", period, label="Webhook pipe"), 1,
                         "The completion webhook's pipe failed executions (the caller's URL refused or timed out, or "
                         "the enrichment failed); it retries them while their stream records are under 24 hours old.")
         if r.tickets is not None:

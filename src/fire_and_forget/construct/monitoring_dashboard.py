@@ -111,9 +111,9 @@ def _delivery(r: MonitoredResources) -> list[cw.IWidget]:
     five = Duration.minutes(5)
     return [
         cw.GraphWidget(title="Pipe: invocations and failures", width=THIRD, period=five,
-                       left=[pipe_metric(r, name, five) for name in PIPE_COUNTS]),
+                       left=[pipe_metric(r.pipe_name, name, five) for name in PIPE_COUNTS]),
         cw.GraphWidget(title="Pipe: duration (ms, p99)", width=THIRD, period=five,
-                       left=[pipe_metric(r, "Duration", five, statistic=cw.Stats.p(99))]),
+                       left=[pipe_metric(r.pipe_name, "Duration", five, statistic=cw.Stats.p(99))]),
         cw.GraphWidget(title="Failure rule: deliveries", width=THIRD, period=five,
                        left=[rule_metric(r, name, five) for name in RULE_COUNTS]),
     ]

@@ -120,11 +120,12 @@ def oldest_message_age(queue: sqs.IQueue, period: Duration) -> cw.Metric:
                                                           label="Oldest message age (s)")
 
 
-def pipe_metric(resources: MonitoredResources, name: str, period: Duration,
-                statistic: str = cw.Stats.SUM) -> cw.Metric:
-    """A metric of the pipe (namespace AWS/EventBridge/Pipes, dimension PipeName)."""
-    return cw.Metric(namespace=PIPES_NAMESPACE, metric_name=name, dimensions_map={"PipeName": resources.pipe_name},
-                     statistic=statistic, period=period, label=f"Pipe {name}")
+def pipe_metric(pipe_name: str, name: str, period: Duration, statistic: str = cw.Stats.SUM,
+                label: str = "Pipe") -> cw.Metric:
+    """A metric of a pipe (namespace AWS/EventBridge/Pipes, dimension PipeName): the source queue's, or the
+    completion webhook's."""
+    return cw.Metric(namespace=PIPES_NAMESPACE, metric_name=name, dimensions_map={"PipeName": pipe_name},
+                     statistic=statistic, period=period, label=f"{label} {name}")
 
 
 def rule_metric(resources: MonitoredResources, name: str, period: Duration) -> cw.Metric:

@@ -30,9 +30,10 @@ ON_EXECUTIONS = ["states:DescribeExecution", "states:GetExecutionHistory", "stat
 # the table is encrypted with the stack's key, so the read needs kms:Decrypt through DynamoDB.
 READ_CLAIMS = ["dynamodb:GetItem"]
 # `failures redrive` notes on the caller's row which copy carries its message's work now (runtime/status.py,
-# link_redrive): an UpdateItem of those attributes only, returning nothing, so an operator can never write a claim
-# (a forged executionArn would make a message's executions end as duplicates) nor an outcome.
-LINK_REDRIVES = ["dynamodb:UpdateItem"]
+# link_redrive), and `failures discard` that the message's ticket is resolved (resolve_ticket): each an UpdateItem of
+# its own attributes only, returning nothing (`_row_update`), so an operator can never write a claim (a forged
+# executionArn would make a message's executions end as duplicates) nor an outcome.
+UPDATE_ROW = ["dynamodb:UpdateItem"]
 QUEUE_KEY = ["kms:Decrypt", "kms:GenerateDataKey"]
 
 
@@ -138,14 +139,7 @@ class OperatorPolicy(Construct):
             # namespace); ListMetrics has no resource-level permissions either.
             _allow("FindHealingMetrics", ["cloudwatch:ListMetrics"], ["*"]),
             _allow("ReadReconcilerClaims", READ_CLAIMS, [r.deliveries_table.table_arn]),
-            iam.PolicyStatement(
-                sid="LinkRedrivenMessages",
-                actions=LINK_REDRIVES,
-                resources=[r.deliveries_table.table_arn],
-                # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html
-                conditions={"ForAllValues:StringEquals": {"dynamodb:Attributes": list(REDRIVE_LINK_ATTRIBUTES)},
-                            "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]}},
-            ),
+            _row_update("LinkRedrivenMessages", r.deliveries_table, REDRIVE_LINK_ATTRIBUTES),
             *_ticket_statements(stack, r),
             iam.PolicyStatement(
                 sid="DecryptTheClaimsThroughDynamoDb",
@@ -170,13 +164,7 @@ def _ticket_statements(stack: Stack, r: OperatedResources) -> list[iam.PolicySta
     return [
         _allow("ResolveTicketsOfDiscardedMessages", ["ssm:UpdateOpsItem"],
                [stack.format_arn(service="ssm", resource="opsitem", resource_name="*")]),
-        iam.PolicyStatement(
-            sid="NoteResolvedTickets",
-            actions=LINK_REDRIVES,
-            resources=[r.deliveries_table.table_arn],
-            conditions={"ForAllValues:StringEquals": {"dynamodb:Attributes": list(TICKET_ATTRIBUTES)},
-                        "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]}},
-        ),
+        _row_update("NoteResolvedTickets", r.deliveries_table, TICKET_ATTRIBUTES),
     ]
 
 
@@ -186,6 +174,15 @@ def _region_and_account(stack: Stack) -> str:
     region = "<AWS::Region>" if Token.is_unresolved(stack.region) else stack.region
     account = "<AWS::AccountId>" if Token.is_unresolved(stack.account) else stack.account
     return f"{region}:{account}"
+
+
+def _row_update(sid: str, table: dynamodb.ITable, attributes: tuple[str, ...]) -> iam.PolicyStatement:
+    """UpdateItem on the table that touches `attributes` only and returns nothing
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html)."""
+    return iam.PolicyStatement(
+        sid=sid, actions=UPDATE_ROW, resources=[table.table_arn],
+        conditions={"ForAllValues:StringEquals": {"dynamodb:Attributes": list(attributes)},
+                    "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]}})
 
 
 def _allow(sid: str, actions: list[str], resources: list[str]) -> iam.PolicyStatement:

@@ -21,7 +21,7 @@ from constructs import Construct, IValidation
 
 from fire_and_forget.construct.alert_path import AlertPath
 from fire_and_forget.construct.code import RUNTIME
-from fire_and_forget.construct.completion_webhook import CompletionWebhook
+from fire_and_forget.construct.completion_webhook import CompletionWebhook, EndingReads
 from fire_and_forget.construct.dependencies_layer import DependenciesLayer
 from fire_and_forget.construct.execution_events import ExecutionEvents
 from fire_and_forget.construct.failure_handling import FailureHandling
@@ -274,14 +274,14 @@ class FireAndForgetPipeline(Construct):
             ),
         )
         ChatNotifications(self, "Notifications", settings=settings, topic=self.alerts_topic)
+        # The stream's readers: what each message's ending is, to the caller's URL and to the people on call.
+        reads = EndingReads(settings=settings, table=self.deliveries_table, key=self.key,
+                            state_machine=self.state_machine, policy=self.healing.policy, layer=layer,
+                            service=self.healing.service, metrics_namespace=props.metrics.namespace)
         self.completion_webhook = None if settings.completion_webhook_url is None else CompletionWebhook(
-            self, "CompletionWebhook", settings=settings, table=self.deliveries_table, key=self.key,
-            state_machine=self.state_machine, policy=self.healing.policy, layer=layer,
-            service=self.healing.service, metrics_namespace=props.metrics.namespace)
+            self, "CompletionWebhook", reads=reads)
         self.tickets = None if not settings.ops_center_tickets else OpsCenterTickets(
-            self, "Tickets", settings=settings, table=self.deliveries_table, key=self.key,
-            state_machine=self.state_machine, policy=self.healing.policy, layer=layer, service=self.healing.service,
-            metrics_namespace=props.metrics.namespace, pipeline_name=props.name, title=workflow.title,
+            self, "Tickets", reads=reads, pipeline_name=props.name, title=workflow.title,
             message_key=props.message_key)
         alert_path = AlertPath(self, "AlertPath", settings=settings)
         monitoring = Monitoring(

@@ -7,22 +7,19 @@ docs/design.md, "Tickets in OpsCenter", cites the pages behind each setting.
 from __future__ import annotations
 
 from aws_cdk import Duration, Stack
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
-from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from fire_and_forget.construct.code import healing_code
-from fire_and_forget.construct.completion_webhook import STREAM_RETENTION, settled_filters
+from fire_and_forget.construct.completion_webhook import (
+    STREAM_RETENTION,
+    EndingReads,
+    ending_reader,
+    settled_filters,
+)
 from fire_and_forget.construct.compliance import acknowledge
 from fire_and_forget.construct.defaults import dead_letter_queue
-from fire_and_forget.construct.healing import executions_of
-from fire_and_forget.construct.settings import PipelineSettings
-from fire_and_forget.construct.task_resources import task_function
-from fire_and_forget.runtime.healing_policy import HealingPolicy
 
 TICKETS_TIMEOUT = Duration.seconds(60)
 BATCH_SIZE = 10
@@ -32,31 +29,24 @@ RETRY_ATTEMPTS = 100  # the record's age (the stream's 24 hours) ends them first
 class OpsCenterTickets(Construct):
     """`.function` (with its stream event source mapping) and `.dlq` (the mapping's on-failure destination)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: PipelineSettings, table: dynamodb.Table,
-                 key: kms.IKey, state_machine: sfn.StateMachine, policy: HealingPolicy, layer: lambda_.ILayerVersion,
-                 service: str, metrics_namespace: str, pipeline_name: str, title: str, message_key: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, reads: EndingReads, pipeline_name: str, title: str,
+                 message_key: str) -> None:
         super().__init__(scope, construct_id)
+        settings, table, key = reads.settings, reads.table, reads.key
         stack = Stack.of(self)
-        self.function = task_function(
-            self, "Tickets", handler="fire_and_forget.healing.tickets.handler", code=healing_code(), layer=layer,
-            settings=settings, description="Opens an OpsCenter OpsItem per message failed for good, resolves it "
-                                           "when a later attempt succeeds",
-            environment={"POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace,
-                         "PIPELINE_NAME": pipeline_name, "ENVIRONMENT_NAME": settings.environment_name,
-                         "WORKFLOW_TITLE": title, "STACK_NAME": stack.stack_name, "RUNBOOK_URL": settings.runbook_url,
-                         "MESSAGE_KEY_FIELD": message_key, "DELIVERIES_TABLE_NAME": table.table_name,
-                         **policy.to_environment()},
+        self.function = ending_reader(
+            self, "Tickets", handler="fire_and_forget.healing.tickets.handler", timeout=TICKETS_TIMEOUT,
+            description="Opens an OpsCenter OpsItem per message failed for good, resolves it when a later attempt "
+                        "succeeds",
             why_no_dlq="Invoked by its DynamoDB stream event source mapping, whose on-failure destination "
-                       "(TicketsDlq) keeps what it could not process; never invoked asynchronously.")
-        cfn_function = self.function.node.default_child
-        assert isinstance(cfn_function, lambda_.CfnFunction)
-        cfn_function.timeout = int(TICKETS_TIMEOUT.to_seconds())
-        # Reads the rows, notes the ticket on the caller's row; the table is under the key.
-        table.grant(self.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
-        key.grant(self.function, "kms:Decrypt", "kms:GenerateDataKey")
-        executions, finding = executions_of(state_machine)
-        self.function.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"],
-                                                             resources=[executions]))
+                       "(TicketsDlq) keeps what it could not process; never invoked asynchronously.",
+            reads=reads,
+            environment={"PIPELINE_NAME": pipeline_name, "ENVIRONMENT_NAME": settings.environment_name,
+                         "WORKFLOW_TITLE": title, "STACK_NAME": stack.stack_name, "RUNBOOK_URL": settings.runbook_url,
+                         "MESSAGE_KEY_FIELD": message_key})
+        # Notes the ticket on the caller's row (the table is under the key).
+        table.grant(self.function, "dynamodb:UpdateItem")
+        key.grant(self.function, "kms:GenerateDataKey")
         # CreateOpsItem names no resource type; UpdateOpsItem acts on an OpsItem of this account and region
         # (list_awssystemsmanager.html). No tags are passed, so no ssm:AddTagsToResource.
         self.function.add_to_role_policy(iam.PolicyStatement(actions=["ssm:CreateOpsItem"], resources=["*"]))
@@ -64,8 +54,6 @@ class OpsCenterTickets(Construct):
         self.function.add_to_role_policy(iam.PolicyStatement(actions=["ssm:UpdateOpsItem"], resources=[ops_items]))
         role = self.function.role
         assert role is not None
-        acknowledge(role, finding, "DescribeExecution on the state machine's executions, whose names are generated: "
-                                   "the caller's message id a redriven copy carries is in its execution's input.")
         acknowledge(role, "AwsSolutions-IAM5[Resource::*]",
                     "xray:PutTraceSegments, xray:PutTelemetryRecords, ssm:CreateOpsItem and dynamodb:ListStreams, "
                     "which support no resource-level scoping.")
