@@ -190,12 +190,9 @@ class CarrierPathResult:
 
 def carrier_assembly(outdir: Path) -> Path:
     """The app with the carrier's confirmation, synthesized as `cdk synth -c ff:carrierConfirmation=true ...`."""
-    import json
+    from tests.support.cdk import cdk_context, synthesize
 
-    from app import build_app
-
-    context = json.loads((Path(__file__).resolve().parents[1] / "cdk.json").read_text(encoding="utf-8"))["context"]
-    return Path(build_app(context | CARRIER_CONTEXT, outdir=str(outdir)).synth().directory)
+    return synthesize(outdir, cdk_context() | CARRIER_CONTEXT)
 
 
 def run_carrier_paths(assembly: Path) -> dict[str, CarrierPathResult]:

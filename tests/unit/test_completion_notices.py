@@ -11,7 +11,6 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from moto.dynamodb.models import dynamodb_backends
 
 from fire_and_forget.healing.completion import notices
 from fire_and_forget.healing.endings import endings
@@ -20,10 +19,12 @@ from fire_and_forget.rehearsal.ops_center import OpsCenter
 from fire_and_forget.runtime.deliveries import DynamoDBDeliveryClaims
 from fire_and_forget.runtime.healing_policy import FIRST_MESSAGE_ATTRIBUTE, HealingPolicy
 from fire_and_forget.runtime.status import AttemptProgress, link_redrive, read_status
+from tests.support.claim_failure import claim_failure
+from tests.support.streams import stream_records
 
 TABLE = "deliveries"
 TTL = 15 * 24 * 3600
-ACCOUNT, REGION = "123456789012", "us-east-1"
+REGION = "us-east-1"
 FIRST, COPY = "m-1", "m-2"
 TRANSIENT = "Lambda.ServiceException"
 POLICY = HealingPolicy(transient_errors={"ChargePayment": frozenset({TRANSIENT})}, max_attempts=3)
@@ -53,26 +54,19 @@ class Account:
             record["messageAttributes"] = {FIRST_MESSAGE_ATTRIBUTE: {"stringValue": first, "dataType": "String"}}
         return self.sfn.start_execution(stateMachineArn=self.machine, input=json.dumps([record]))["executionArn"]
 
+    def new_records(self) -> list[dict[str, Any]]:
+        """The stream's records written since the last call."""
+        new = stream_records(TABLE, REGION, since=self._read)
+        self._read += len(new)
+        return new
+
     def enrich(self) -> list[dict[str, Any]]:
-        items = dynamodb_backends[ACCOUNT][REGION].get_table(TABLE).stream_shard.items
-        new, self._read = items[self._read:], len(items)
-        found = []
-        for item in new:
-            record = json.loads(json.dumps(item.to_json(), default=str))
-            found += notices([record], dynamodb=self.dynamodb, stepfunctions=self.sfn, table=TABLE, policy=POLICY)
-        return found
+        return [notice for record in self.new_records()
+                for notice in notices([record], dynamodb=self.dynamodb, stepfunctions=self.sfn, table=TABLE,
+                                      policy=POLICY)]
 
     def fail(self, message_id: str, arn: str, error: str, state: str = "ChargePayment") -> None:
-        """What the failure tail's ClaimFailure writes (fire_and_forget/construct/asl/failure_tail.asl.json)."""
-        self.dynamodb.update_item(
-            TableName=TABLE, Key={"messageId": {"S": message_id}},
-            UpdateExpression="SET executionArn = :execution, outcome = :failed, #error = :error, failedState = :state, "
-                             "manualRepair = :manual",
-            ConditionExpression="(attribute_not_exists(messageId) OR executionArn = :execution) "
-                                "AND attribute_not_exists(reconciliation)",
-            ExpressionAttributeNames={"#error": "error"},
-            ExpressionAttributeValues={":execution": {"S": arn}, ":failed": {"S": "FAILED"}, ":error": {"S": error},
-                                       ":state": {"S": state}, ":manual": {"BOOL": False}})
+        claim_failure(self.dynamodb, TABLE, message_id, arn, error=error, state=state)
 
 
 @pytest.fixture
@@ -156,15 +150,11 @@ TICKETS = TicketSettings(pipeline="orders", environment="dev", title="Order saga
                          runbook_url="https://example.com/runbook.md", key_field="orderId", table=TABLE)
 
 
-def act(account: Account, center: OpsCenter) -> list[str]:
-    items = dynamodb_backends[ACCOUNT][REGION].get_table(TABLE).stream_shard.items
-    new, account._read = items[account._read:], len(items)
-    done = []
-    for item in new:
-        record = json.loads(json.dumps(item.to_json(), default=str))
-        done += act_on([record], Tickets(center, account.dynamodb, TICKETS), dynamodb=account.dynamodb,
-                       stepfunctions=account.sfn, policy=POLICY, table=TABLE)
-    return done
+def act(account: Account, center: OpsCenter, records: list[dict[str, Any]] | None = None) -> list[str]:
+    """What the tickets did with `records` (the stream's new records unless given), one at a time."""
+    return [done for record in (account.new_records() if records is None else records)
+            for done in act_on([record], Tickets(center, account.dynamodb, TICKETS), dynamodb=account.dynamodb,
+                               stepfunctions=account.sfn, policy=POLICY, table=TABLE)]
 
 
 @pytest.mark.parametrize("duplicate", ["error", "existing"])
@@ -183,20 +173,13 @@ def test_a_failure_for_good_opens_one_ticket_and_the_redriven_success_resolves_i
     status = read_status(account.dynamodb, TABLE, FIRST, POLICY)
     assert status.ticket == item.id
     # The failure's record again (the mapping retries a batch): no second ticket, whatever CreateOpsItem answers
-    items = dynamodb_backends[ACCOUNT][REGION].get_table(TABLE).stream_shard.items
-    failure = next(json.loads(json.dumps(i.to_json(), default=str)) for i in items
-                   if "outcome" in i.to_json()["dynamodb"].get("NewImage", {}))
-
-    def again() -> list[str]:
-        return act_on([failure], Tickets(center, account.dynamodb, TICKETS), dynamodb=account.dynamodb,
-                      stepfunctions=account.sfn, policy=POLICY, table=TABLE)
-
-    assert again() == [] and len(center.items) == 1
+    failure = [next(r for r in stream_records(TABLE, REGION) if "outcome" in r["dynamodb"].get("NewImage", {}))]
+    assert act(account, center, failure) == [] and len(center.items) == 1
     # A dedup hit for a ticket opened but not noted (a crash between the two calls) notes the open one
     account.dynamodb.update_item(TableName=TABLE, Key={"messageId": {"S": FIRST}}, UpdateExpression="REMOVE ticket")
-    assert again() == ["opened"] and len(center.items) == 1
+    assert act(account, center, failure) == ["opened"] and len(center.items) == 1
     assert read_status(account.dynamodb, TABLE, FIRST, POLICY).ticket == item.id
-    account._read = len(dynamodb_backends[ACCOUNT][REGION].get_table(TABLE).stream_shard.items)
+    account.new_records()  # the ticket's own writes, read past
     # An operator redrives it after a fix, and the copy succeeds: the ticket is resolved, once
     link_redrive(account.dynamodb, TABLE, first_message_id=FIRST, copy_message_id=COPY)
     copy = account.execution(COPY, first=FIRST)
@@ -232,8 +215,7 @@ def test_every_ticket_request_is_one_the_ssm_api_accepts_for_the_longest_values(
     arn = account.execution(FIRST)
     assert DynamoDBDeliveryClaims(account.dynamodb, TABLE, TTL).claim(FIRST, arn)
     account.fail(FIRST, arn, "E" * 1000, state="S" * 80)
-    items = dynamodb_backends[ACCOUNT][REGION].get_table(TABLE).stream_shard.items
-    record = json.loads(json.dumps(items[-1].to_json(), default=str))
+    record = stream_records(TABLE, REGION)[-1]
     (ending,) = endings([record], dynamodb=account.dynamodb, stepfunctions=account.sfn, table=TABLE, policy=POLICY)
     request = ops_item(ending, longest)
     center.create_ops_item(**request)

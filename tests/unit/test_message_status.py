@@ -14,6 +14,7 @@ from moto import mock_aws
 from fire_and_forget.runtime.deliveries import DynamoDBDeliveryClaims
 from fire_and_forget.runtime.healing_policy import HealingPolicy
 from fire_and_forget.runtime.status import AttemptProgress, State, link_redrive, read_status
+from tests.support.claim_failure import claim_failure
 
 TABLE = "deliveries"
 TTL = 15 * 24 * 3600
@@ -40,16 +41,7 @@ def claimed(dynamodb: Any, message_id: str = FIRST, arn: str = ARN) -> AttemptPr
 
 def failed_by_the_tail(dynamodb: Any, message_id: str, arn: str, *, error: str, state: str,
                        manual_repair: bool = False) -> None:
-    """What the failure tail's ClaimFailure writes (fire_and_forget/construct/asl/failure_tail.asl.json)."""
-    dynamodb.update_item(
-        TableName=TABLE, Key={"messageId": {"S": message_id}},
-        UpdateExpression="SET executionArn = :execution, outcome = :failed, #error = :error, failedState = :state, "
-                         "manualRepair = :manual",
-        ConditionExpression="(attribute_not_exists(messageId) OR executionArn = :execution) "
-                            "AND attribute_not_exists(reconciliation)",
-        ExpressionAttributeNames={"#error": "error"},
-        ExpressionAttributeValues={":execution": {"S": arn}, ":failed": {"S": "FAILED"}, ":error": {"S": error},
-                                   ":state": {"S": state}, ":manual": {"BOOL": manual_repair}})
+    claim_failure(dynamodb, TABLE, message_id, arn, error=error, state=state, manual_repair=manual_repair)
 
 
 def test_a_message_nobody_received_is_unknown(dynamodb: Any) -> None:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from moto.dynamodb.models import dynamodb_backends
 from moto.events.models import EventPattern
 from rich.console import Console
 
@@ -31,7 +30,6 @@ from demos.orders.samples import OrderKind, make_order, seed_inventory
 from fire_and_forget.healing.completion import notices
 from fire_and_forget.healing.tickets import Tickets, TicketSettings, act_on
 from fire_and_forget.rehearsal.accounting import Ledger, Place, account
-from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
 from fire_and_forget.rehearsal.ops_center import OpsCenter
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
@@ -39,6 +37,7 @@ from fire_and_forget.runtime.healing_policy import HealingPolicy
 from fire_and_forget.runtime.outputs import Output
 from fire_and_forget.runtime.status import MessageStatus, State, read_status
 from tests.support.cdk import load_template
+from tests.support.streams import stream_records
 from tests.support.wide import WIDE
 
 SEEDS = (3, 5, 11, 19) if WIDE else (3,)
@@ -75,16 +74,6 @@ def webhook_filters(full_assembly: Path) -> list[EventPattern]:
     return [EventPattern.load(f["Pattern"]) for f in pipe["SourceParameters"]["FilterCriteria"]["Filters"]]
 
 
-def stream_records(aws: Rehearsal) -> list[dict[str, Any]]:
-    """Every record of the deliveries table's stream, in order, from moto's records of it (its DynamoDB Streams API
-    is not served in-process), each in the shape a pipe passes on (the Lambda/Pipes DynamoDB event's)."""
-    table_name = aws.outputs[Output.DELIVERIES_TABLE_NAME]
-    table = dynamodb_backends[ACCOUNT][aws.region].get_table(table_name)
-    arn = aws.dynamodb.describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
-    return [json.loads(json.dumps(record.to_json(), default=str)) | {"eventSourceARN": arn}
-            for record in table.stream_shard.items]
-
-
 @dataclass(frozen=True)
 class ChaosRun:
     ledger: Ledger
@@ -115,7 +104,7 @@ def chaos_run(request: pytest.FixtureRequest, cloud_assembly: Path, full_assembl
             """Each quiet point of the run hands the stream's new records to the enrichment, one at a time (batch
             size 1), as the pipe would within seconds: before a cool-off ends and its redrive follows."""
             run_until_quiet(timeout_seconds)
-            new = stream_records(aws)[len(records):]
+            new = stream_records(table, aws.region, since=len(records))
             records.extend(new)
             for record in new:
                 if any(f.matches_event(record) for f in filters):
