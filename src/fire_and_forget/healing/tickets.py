@@ -4,10 +4,10 @@ failed for good, resolved when a later attempt of it succeeds, from the deliveri
 The function reads the stream through an event source mapping (fire_and_forget/construct/tickets.py) and acts on the
 *endings* (fire_and_forget.healing.endings) only, so a failure the Redriver will retry opens nothing:
 - *failed* for good: CreateOpsItem with the record's key, the error, the failed state, the runbook link and the
-  `ff-ops` commands that show and redrive it, deduplicated on the caller's message id (OperationalData `/aws/dedup`:
-  OpsCenter creates no second OpsItem while one with the same string is open or in progress,
-  OpsCenter-working-deduplication.html); the OpsItem's id is noted on the caller's row (`ticket`), so the message's
-  status names it and a repeated record opens nothing;
+  `ff-ops` commands that show it and (by its key) redrive it, deduplicated on the caller's message id
+  (OperationalData `/aws/dedup`: OpsCenter creates no second OpsItem while one with the same string is open or in
+  progress, OpsCenter-working-deduplication.html); the OpsItem's id is noted on the caller's row (`ticket`), so
+  the message's status names it and a repeated record opens nothing;
 - *succeeded* or *absorbed* while the caller's row names a ticket (an operator redrove the message and the copy
   succeeded): UpdateOpsItem to Resolved, and the row's `ticket` becomes `resolvedTicket`.
 `ff-ops failures discard` resolves a discarded message's ticket the same way
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -84,8 +85,11 @@ def ops_item(ending: Ending, settings: TicketSettings) -> dict[str, Any]:
     status = ending.status
     key = message_key(str(ending.record.get("body", "")), settings.key_field) if ending.record else None
     failed = f"{status.failed_state or 'an unknown state'}: {status.error or 'unknown error'}"
-    show = f"ff-ops --stack-name {settings.stack} message {status.message_id}"
-    redrive = f"ff-ops --stack-name {settings.stack} failures redrive --message-id {status.attempt_message_id}"
+    # As ff-ops takes them (its options follow the command); `failures redrive` selects by key, and a message
+    # without one (a body that is not JSON, or lacks the field) is not one a redrive can fix.
+    show = f"ff-ops message {shlex.quote(status.message_id)} --stack-name {settings.stack}"
+    redrive = (f"ff-ops failures redrive --key {shlex.quote(key)} --stack-name {settings.stack}" if key is not None
+               else None)
     section = "failuresneedaperson"
     data = {
         "/aws/dedup": {"dedupString": dedup_string(settings, status.message_id)},
@@ -95,9 +99,9 @@ def ops_item(ending: Ending, settings: TicketSettings) -> dict[str, Any]:
         "redriveCommand": redrive, "runbook": f"{settings.runbook_url}#{section}",
     }
     title = f"[{settings.environment}] {settings.title} {key or status.message_id} failed in {failed}"
+    then = f"Fix the cause, then: {redrive}. " if redrive is not None else "It has no key to redrive it by. "
     description = (f"{settings.title} message {status.message_id} (key {key}) failed for good in {failed}; no "
-                   f"automatic redrive follows. Look: {show}. Fix the cause, then: {redrive}. "
-                   f"Runbook: {settings.runbook_url}#{section}")
+                   f"automatic redrive follows. Look: {show}. {then}Runbook: {settings.runbook_url}#{section}")
     return {
         "Title": title[:TITLE_MAX], "Source": SOURCE, "Description": description[:DESCRIPTION_MAX],
         "Category": CATEGORY, "Severity": SEVERITY,
