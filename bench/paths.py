@@ -6,8 +6,10 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from demos.orders.carrier import CARRIER_ROLE, Carrier, Plan, Reply
+from demos.orders.carrier import Carrier
 from demos.orders.demo import MIX, RESEND_SHARE, SQS_DUPLICATE_SHARE
+from demos.orders.long_running import CARRIER_PLANS
+from demos.orders.long_running import synthesize as synthesize_carrier_app
 from demos.orders.samples import OrderKind, make_order, seed_inventory
 from fire_and_forget.rehearsal import (
     Execution,
@@ -161,14 +163,9 @@ def _scaled(usage: Usage, factor: float) -> Usage:
 
 
 # The callback step (the order saga's BookCarrier, `ff:carrierConfirmation`): what one order costs when the carrier
-# confirms hours later, declines, or never answers, answered by the carrier simulator through the entry point.
-CARRIER_CONTEXT = {"ff:carrierConfirmation": True, "ff:executionTimeoutMinutes": 3000,
-                   "ff:carrierAnswererArn": CARRIER_ROLE}
-CARRIER_PLANS = (
-    ("carrier confirms after 5 h (a heartbeat at 4 h)", Plan(Reply.CONFIRM, after_hours=5, heartbeat_hours=4), 8.0),
-    ("carrier declines after 3 h", Plan(Reply.DECLINE, after_hours=3, heartbeat_hours=0), 4.0),
-    ("carrier silent: asked 4 times, then undone", Plan(Reply.SILENT, heartbeat_hours=0), 30.0),
-)
+# confirms hours later, declines, or never answers, answered by the carrier simulator through the entry point: the
+# demo's long-running orders (demos/orders/long_running.py), each run alone here for as many hours as it needs.
+CARRIER_HOURS = (8.0, 4.0, 30.0)
 
 
 @dataclass
@@ -190,9 +187,7 @@ class CarrierPathResult:
 
 def carrier_assembly(outdir: Path) -> Path:
     """The app with the carrier's confirmation, synthesized as `cdk synth -c ff:carrierConfirmation=true ...`."""
-    from tests.support.cdk import cdk_context, synthesize
-
-    return synthesize(outdir, cdk_context() | CARRIER_CONTEXT)
+    return synthesize_carrier_app(outdir)
 
 
 def run_carrier_paths(assembly: Path) -> dict[str, CarrierPathResult]:
@@ -200,7 +195,8 @@ def run_carrier_paths(assembly: Path) -> dict[str, CarrierPathResult]:
     results: dict[str, CarrierPathResult] = {}
     with Rehearsal.start(assembly) as aws:
         seed_inventory(aws.dynamodb, aws.outputs["InventoryTableName"])
-        for number, (name, carrier_plan, hours) in enumerate(CARRIER_PLANS, start=20):
+        for number, ((name, carrier_plan), hours) in enumerate(zip(CARRIER_PLANS, CARRIER_HOURS, strict=True),
+                                                               start=20):
             sample = make_order(OrderKind.VALID, number, random.Random(number))
             assert sample.order_id is not None
             before = set(aws.pipe.stats.started)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import random
 import sys
 import threading
 import time
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -20,6 +18,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from demos.orders import long_running
+from demos.orders.long_running import render as render_long_running
+from demos.orders.outcomes import outcome_of
+from demos.orders.quiet import quiet_logs
 from demos.orders.report import next_steps, render, trend_page
 from demos.orders.samples import OrderKind, SampleOrder, make_order, seed_inventory
 from fire_and_forget.rehearsal import (
@@ -28,7 +30,6 @@ from fire_and_forget.rehearsal import (
     Fault,
     FaultKind,
     Ledger,
-    Place,
     Rehearsal,
     Units,
     Usage,
@@ -45,6 +46,7 @@ from stacks.names import catalog_stack_name
 
 app = typer.Typer(add_completion=False, help=__doc__)
 CATALOG_STACK_NAME = catalog_stack_name(STACK_NAME)
+ORDERS_TEMPLATE = f"{STACK_NAME}.template.json"
 DEFAULT_REPORT = Path("demo-report.json")
 CATALOG_REPORT = Path("demo-catalog-report.json")
 # Failure-DLQ records the report shows: the first by order id, so that the same seed shows the same ones.
@@ -161,6 +163,12 @@ def main(
     = Example.ORDERS,
     products: Annotated[int, typer.Option(min=1, max=500, help="Catalog example: product messages in the first wave.")]
     = 40,
+    carrier: Annotated[bool, typer.Option(
+        help="Orders example: also run one order per carrier behaviour through the app with the carrier's own "
+             "confirmation (ff:carrierConfirmation), hours on the rehearsal's clock.")] = True,
+    carrier_assembly: Annotated[Path | None, typer.Option(
+        help="The app synthesized with ff:carrierConfirmation for --carrier; default: synthesized into "
+             "<assembly>.carrier by the process that runs those orders beside the others.")] = None,
 ) -> None:
     """Deploy the synthesized app into the offline emulator and push orders (or, with --example catalog, product
     changes; with --example both, the orders and then the product changes) through it."""
@@ -168,11 +176,17 @@ def main(
     if example is Example.CATALOG:
         run_catalog(products=products, chaos=chaos, seed=seed, assembly=assembly, report=catalog_report)
         return
+    # Started first, so that its child process synthesizes and runs beside the other orders (not without an app to
+    # run them in: run_and_keep then says to synthesize one).
+    carrier_orders = long_running.InBackground(assembly.with_name(assembly.name + ".carrier"), seed, carrier_assembly) \
+        if carrier and (assembly / ORDERS_TEMPLATE).exists() else None
     if example is Example.ORDERS:
-        run_and_keep(orders=orders, chaos=chaos, seed=seed, assembly=assembly, report=report, port=None)
+        run_and_keep(orders=orders, chaos=chaos, seed=seed, assembly=assembly, report=report, port=None,
+                     carrier_orders=carrier_orders)
         return
     orders_balanced = _balanced(functools.partial(run_and_keep, orders=orders, chaos=chaos, seed=seed,
-                                                  assembly=assembly, report=report, port=None))
+                                                  assembly=assembly, report=report, port=None,
+                                                  carrier_orders=carrier_orders))
     catalog_balanced = _balanced(functools.partial(run_catalog, products=products, chaos=chaos, seed=seed,
                                                    assembly=assembly, report=report.parent / CATALOG_REPORT.name))
     if not (orders_balanced and catalog_balanced):
@@ -209,11 +223,13 @@ def run_catalog(*, products: int, chaos: bool, seed: int, assembly: Path, report
         raise typer.Exit(1)
 
 
-def run_and_keep(*, orders: int, chaos: bool, seed: int, assembly: Path, report: Path, port: int | None) -> None:
-    """The demo; with a port, its account then stays up as the practice account (demos/orders/practice.py)."""
+def run_and_keep(*, orders: int, chaos: bool, seed: int, assembly: Path, report: Path, port: int | None,
+                 carrier_orders: long_running.InBackground | None = None) -> None:
+    """The demo; with a port, its account then stays up as the practice account (demos/orders/practice.py); with
+    `carrier_orders` (started in the background), the long-running orders' report after the others'."""
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
     quiet_logs()
-    if not (assembly / "FireAndForget.template.json").exists():
+    if not (assembly / ORDERS_TEMPLATE).exists():
         console.print(f"[red]No synthesized app in {assembly}: run `make synth` first.[/red]")
         raise typer.Exit(2)
     with Rehearsal.start(assembly) as aws:
@@ -226,16 +242,14 @@ def run_and_keep(*, orders: int, chaos: bool, seed: int, assembly: Path, report:
 
             # Unwrapped, unstyled: the export line is copied into a shell as it is.
             serve_until_interrupted(aws, port, lambda line: console.print(line, soft_wrap=True, markup=False))
-    if not result["conservation"]["balanced"]:
+    balanced = result["conservation"]["balanced"]
+    if carrier_orders is not None:
+        result["long_running"] = carrier_orders.result()
+        write_reports(result, report)
+        render_long_running(console, result["long_running"])
+        balanced = balanced and result["long_running"]["conservation"]["balanced"]
+    if not balanced:
         raise typer.Exit(1)
-
-
-def quiet_logs() -> None:
-    logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
-    # Powertools warns when an invocation records no metric (a compensation with nothing to undo): not news here.
-    warnings.filterwarnings("ignore", message="No application metrics to publish")
-    logging.getLogger("order-saga").setLevel(logging.WARNING)
-    logging.getLogger("catalog-index").setLevel(logging.WARNING)
 
 
 def run_demo(aws: Rehearsal, console: Console, *, orders: int, chaos: bool, seed: int) -> dict[str, Any]:
@@ -341,7 +355,7 @@ def summarize(aws: Rehearsal, ledger: Ledger, bodies: dict[str, str], the_plan: 
     transitions: dict[str, list[int]] = {}
     total = Usage()
     for message_id, fate in ledger.fates.items():
-        outcome = _outcome(fate.place, fate.manual_repair, fate.redrives)
+        outcome = outcome_of(fate.place, fate.manual_repair, fate.redrives)
         outcomes[outcome] += 1
         for execution in by_message.get(message_id, []):
             if execution.states and execution.states[-1] in DUPLICATE_ENDS:
@@ -415,28 +429,6 @@ def timeline(executions: Iterable[Any], failures: list[dict[str, Any]]) -> list[
 def _last_task(states: list[str]) -> str | None:
     """The step an execution stopped in: its last state entered."""
     return states[-1] if states else None
-
-
-HEALED = "healed: succeeded after an automatic redrive"
-RETRIES_SPENT = "transient, automatic redrives spent, in failure DLQ"
-
-
-def _outcome(place: Place, manual_repair: bool, redrives: int = 0) -> str:
-    """The outcome table's row for one caller message; `redrives`: the automatic redrives its last copy had."""
-    if manual_repair:
-        return "needs manual repair"
-    if redrives and place is Place.SUCCEEDED:
-        return HEALED
-    if redrives and place is Place.FAILURE_DLQ:
-        return RETRIES_SPENT
-    return {
-        Place.SUCCEEDED: "succeeded",
-        Place.FAILURE_DLQ: "failed, compensated, in failure DLQ",
-        Place.WAITING: "failed, compensated, waiting for an automatic retry",
-        Place.SOURCE_DLQ: "never handed over, in source DLQ",
-        Place.EXECUTION: "failed execution, input kept",
-        Place.NOWHERE: "UNACCOUNTED",
-    }.get(place, place.value)  # a place added to the ledger later shows under its own name
 
 
 def _order_id(body: str) -> str:

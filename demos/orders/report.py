@@ -148,5 +148,11 @@ def trend_page(result: dict[str, Any]) -> str:
         TrendTable("message-errors", "Failed messages by error", "error", "messages",
               sorted(result["errors"].items(), key=lambda item: -item[1])),
     ]
+    if "long_running" in result:
+        messages.append(TrendTable(
+            "long-running", "Orders the carrier confirms itself", "order, carrier and outcome", "hours",
+            [(f"{row['orderId']}: {row['carrier']}; {row['outcome']}", row["hours"])
+             for row in result["long_running"]["orders"]],
+            "From the caller's SendMessage to the end of the order's last execution, on the rehearsal's clock."))
     return trend_page_of(title, summary, runs, trend_window(runs, datetime.now(UTC)), key_field="orderId",
                          tables=messages)

@@ -88,7 +88,7 @@ def test_the_catalog_demo_without_a_catalog_stack_is_a_clear_error(tmp_path: Pat
 def test_both_examples_run_in_one_process_each_with_its_report(cloud_assembly: Path, tmp_path: Path) -> None:
     report = tmp_path / "orders.json"
     result = CliRunner().invoke(demo.app, ["--example", "both", "--orders", "6", "--products", "6", "--seed", "5",
-                                           "--assembly", str(cloud_assembly), "--report", str(report)])
+                                           "--assembly", str(cloud_assembly), "--report", str(report), "--no-carrier"])
 
     assert result.exit_code == 0, result.output
     orders = json.loads(report.read_text(encoding="utf-8"))

@@ -9,11 +9,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from demos.orders import demo
+from demos.orders import demo, long_running
+from demos.orders.outcomes import HEALED, RETRIES_SPENT
 from fire_and_forget.rehearsal.accounting import Ledger, MessageFate, Place
 from tests.support import transcripts
 
@@ -22,12 +24,15 @@ QUOTED_COMMAND = ".venv/bin/python -m demos.orders.demo --orders 40 --seed 3 --c
 
 
 @pytest.mark.parametrize(("orders", "chaos"), [(16, False), (40, True)])
-def test_the_demo_accounts_for_every_message(cloud_assembly: Path, tmp_path: Path, orders: int,
+def test_the_demo_accounts_for_every_message(cloud_assembly: Path, full_assembly: Path, tmp_path: Path, orders: int,
                                              chaos: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # the report where the demo writes it by default, under its default name
     report = Path("demo-report.json")
     args = ["--orders", str(orders), "--seed", "3", "--assembly", str(cloud_assembly)]
-    result = CliRunner().invoke(demo.app, [*args, "--chaos"] if chaos else args)
+    # The chaos run, which README.md quotes, also runs the long-running orders (in the app with every optional part,
+    # the carrier's confirmation among them, already synthesized for the suite; tests/demo/test_long_running.py).
+    carrier = ["--carrier-assembly", str(full_assembly)] if chaos else ["--no-carrier"]
+    result = CliRunner().invoke(demo.app, [*args, "--chaos", *carrier] if chaos else [*args, *carrier])
 
     assert result.exit_code == 0, result.output
     if chaos:  # README.md's transcript of the demo is this run's output
@@ -58,15 +63,39 @@ def test_the_demo_accounts_for_every_message(cloud_assembly: Path, tmp_path: Pat
     assert len(succeeded_runs) >= data["outcomes"]["succeeded"]  # the trend page's data: every execution
     assert "(not JSON): the body is not JSON" in text
     if chaos:
+        check_long_running(data["long_running"], text)
+        assert "Orders the carrier confirms itself" in report.with_suffix(".html").read_text(encoding="utf-8")
         assert data["outcomes"]["needs manual repair"] >= 1
         # One outage outlasts the Retry and heals by one redrive; one never heals and spends all three: the outcome
         # table shows both, and "needs manual repair" only where a compensation failed.
         assert conservation["redriven_automatically"] >= 2
-        assert data["outcomes"][demo.HEALED] >= 1 and data["outcomes"][demo.RETRIES_SPENT] >= 1
+        assert data["outcomes"][HEALED] >= 1 and data["outcomes"][RETRIES_SPENT] >= 1
         assert "transient, automatic redrives spent, in failure DLQ: docs/runbook.md#failuresneedaperson" in text
         assert "never handed over, in source DLQ" in data["outcomes"]
         assert "needs manual repair: docs/runbook.md#r1-failed-orders-in-the-failure-dlq (step 2" in text
         assert "never handed over, in source DLQ: docs/runbook.md#r2-messages-in-the-source-dlq" in text
+
+
+def check_long_running(result: dict[str, Any], text: str) -> None:
+    """The long-running orders, as the demo's child process reported them (demos/orders/long_running.py): each
+    carrier behaviour ended in its one place, hours after SQS had deleted its message, announced as it should be."""
+    # The hand-over: three executions waiting for the carrier, nothing left in the source queue.
+    assert result["after_hand_over"] == {"executions_waiting": 3, "messages_left_in_source_queue": 0}
+    rows = {row["carrier"].split()[1]: row for row in result["orders"]}
+    assert set(rows) == {"confirms", "declines", "silent:"}
+    confirmed, declined, silent = rows["confirms"], rows["declines"], rows["silent:"]
+    assert (confirmed["outcome"], confirmed["executions"], confirmed["announced"]) == ("succeeded", 1, 0)
+    assert confirmed["carrierAnswers"] == ["heartbeat 200", "success 200"] and 5 <= confirmed["hours"] < 5.1
+    assert (declined["outcome"], declined["error"], declined["announced"]) == (
+        "failed, compensated, in failure DLQ", "CarrierDeclined", 1)
+    assert declined["carrierAnswers"] == ["failure 200"] and 3 <= declined["hours"] < 3.1
+    # Silent: four hand-overs, each given up at the 6-hour heartbeat timeout, then recorded and announced once.
+    assert (silent["outcome"], silent["executions"], silent["carrierRequests"], silent["announced"]) == (
+        RETRIES_SPENT, 4, 4, 1)
+    assert silent["carrierAnswers"] == [] and 24 <= silent["hours"] <= result["clock_hours"] < 26
+    assert result["still_running"] == 0 and result["conservation"]["balanced"] is True
+    assert result["source_visibility_timeout_seconds"] * 200 < silent["hours"] * 3600  # far past it
+    assert "Orders the carrier confirms itself: 3 orders" in text and "-> BALANCED" in text
 
 
 def test_a_long_order_id_is_cut_and_says_so() -> None:
@@ -121,7 +150,8 @@ def test_missing_assembly_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def _demo_figures(cloud_assembly: Path, report: Path, *extra: str) -> dict[str, object]:
-    args = ["--orders", "16", "--seed", "5", "--chaos", "--assembly", str(cloud_assembly), "--report", str(report)]
+    args = ["--orders", "16", "--seed", "5", "--chaos", "--assembly", str(cloud_assembly), "--report", str(report),
+            "--no-carrier"]
     result = CliRunner().invoke(demo.app, [*args, *extra])
     assert result.exit_code == 0, result.output
     data = json.loads(report.read_text(encoding="utf-8"))
@@ -150,9 +180,17 @@ def test_off_a_terminal_the_demo_says_it_is_still_working(cloud_assembly: Path, 
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # Given no terminal (CliRunner's output is not one) and a progress line due at every check
     monkeypatch.setattr(demo, "PROGRESS_LINE_SECONDS", 0.0)
-    args = ["--orders", "8", "--seed", "3", "--assembly", str(cloud_assembly), "--report", str(tmp_path / "r.json")]
+    args = ["--orders", "8", "--seed", "3", "--assembly", str(cloud_assembly), "--report", str(tmp_path / "r.json"),
+            "--no-carrier"]
     # When the demo runs
     result = CliRunner().invoke(demo.app, args)
     # Then it printed how far the executions had got while they ran
     assert result.exit_code == 0, result.output
     assert re.search(r"executions: \d+ of \d+ finished \(\d+ s\)", result.output), result.output
+
+
+def test_long_running_orders_that_could_not_run_say_why_and_where_the_log_is(tmp_path: Path) -> None:
+    background = long_running.InBackground(tmp_path / "cdk.out.carrier", seed=3, assembly=tmp_path / "nothing")
+    with pytest.raises(RuntimeError, match="the long-running orders did not run") as raised:
+        background.result()
+    assert str(background.log) in str(raised.value) and "nothing" in background.log.read_text(encoding="utf-8")

@@ -159,3 +159,27 @@ def test_a_queue_s_views_read_the_clock_once_and_agree_with_each_message_s_own_t
         assert counts == (sum(m.delayed for m in queue._messages), sum(not m.visible for m in queue._messages))
         assert sqs_time.receivable(url) == bool(receivable)
     assert len(queue.messages) == 5  # all of them, once the delay and the visibility timeout have passed
+
+
+def test_the_12_hours_a_change_of_visibility_may_reach_count_from_the_latest_receive(
+        clocked_queue: tuple[Any, str, VirtualClock]) -> None:
+    sqs, url, clock = clocked_queue
+    sqs.send_message(QueueUrl=url, MessageBody="a failure record kept for days")
+    clock.advance(13 * 3600)  # older than 12 hours, as a failure DLQ's records often are
+
+    def receive(visibility: int) -> str:
+        (message,) = sqs.receive_message(QueueUrl=url, VisibilityTimeout=visibility)["Messages"]
+        return str(message["ReceiptHandle"])
+
+    # A reader that releases what it read (the Redriver's HeldMessages): visible again at once.
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=receive(30), VisibilityTimeout=0)
+    assert sqs_time.receivable(url)
+    # The API reference's example: received with 30 minutes, extended to 2 hours, later to what is left of 12 hours
+    # since that receive, and no further.
+    handle = receive(1800)
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=2 * 3600)
+    clock.advance(3600)
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=11 * 3600)
+    with pytest.raises(ClientError, match="beyond the limit"):
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=11 * 3600 + 1)
+    assert not sqs_time.receivable(url)

@@ -81,13 +81,14 @@ def final_outcomes(runs: Iterable[Run]) -> KeyOutcomes:
 
 @dataclass(frozen=True)
 class Table:
-    """A counts table that says what it counts in its last column's header."""
+    """A table of counts (or of another measure, such as hours) that says what it measures in its last column's
+    header."""
 
     table_id: str
     title: str
     label: str  # the first column: what a row is (status, error, outcome)
     counted: str  # the second column: what is counted (executions, the key's nouns, messages)
-    rows: Sequence[tuple[str, int]]
+    rows: Sequence[tuple[str, int | float]]
     note: str = ""
 
 

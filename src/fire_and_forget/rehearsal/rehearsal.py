@@ -13,6 +13,7 @@ from typing import Any
 
 from botocore.config import Config
 from moto import mock_aws
+from moto.moto_api._internal import mock_random
 from moto.stepfunctions.responses import get_backend
 
 from fire_and_forget.rehearsal import (
@@ -265,6 +266,13 @@ class Rehearsal:
                 raise TimeoutError(f"{len(pending)} executions still running after {timeout_seconds} s")
             # Poll gently: the executions run on threads of this process and need the interpreter more.
             time.sleep(0.005)
+
+    def seed_ids(self, seed: int) -> None:
+        """Draw the ids moto makes from now on (SQS MessageIds, receipt handles) from `seed`: the same messages sent
+        in the same order get the same ids run after run, and so does what is drawn from an id, such as the
+        Redriver's cool-off jitter (fire_and_forget.runtime.healing_policy). Ids drawn on the interpreter's threads
+        follow their interleaving, which the rehearsal does not fix."""
+        mock_random.seed(seed)
 
     def now(self) -> datetime:
         """The rehearsal's virtual time: the deployment's real UTC time plus every `advance` since."""

@@ -10,6 +10,13 @@
 - A message is invisible for its visibility timeout and receivable again when it has elapsed; ChangeMessageVisibility
   with 0 makes it "immediately visible" (sqs-visibility-timeout.html). moto tests `now > visible_at`, which on a
   clock that stands still keeps a message released with 0 invisible until the clock moves: here it is `>=`.
+- ChangeMessageVisibility may not extend a message's "total visibility timeout" past 12 hours
+  (APIReference/API_ChangeMessageVisibility.html): the total of one receive, counted from that receive (the page's
+  example: received with 30 minutes, extended by 2 hours, the most left is 9 hours 30 minutes). moto counts the 12
+  hours from when the message was sent, so it refuses every change to a message older than 12 hours, a release
+  with 0 included: a failure DLQ's record the Redriver reads and releases every few minutes then stays invisible
+  for its visibility timeout after each read, which a real queue does not do. Here the 12 hours count from the
+  message's latest receive.
 
 Three economies, with the same answers. `receivable` tells the rehearsal's pollers (the pipe, the event source
 mappings) from moto's own records that a queue holds nothing to receive, so a quiet round (hundreds of them in a
@@ -28,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from moto.core.utils import unix_time, unix_time_millis
+from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 
 
@@ -61,11 +69,41 @@ def _retained(self: SQSBackend, queue_name: str, message: Message) -> bool:
     return bool(retention_period + int(message.sent_timestamp or 0) / 1000 > unix_time())
 
 
+MAXIMUM_TOTAL_VISIBILITY_MS = 43_200_000  # 12 hours of one receive
+
+
+def _mark_received(original: Callable[..., None]) -> Callable[..., None]:
+    def mark_received(self: Message, visibility_timeout: int | None = None) -> None:
+        self.ff_received_at = unix_time_millis()  # type: ignore[attr-defined]
+        original(self, visibility_timeout)
+
+    return mark_received
+
+
+def _change_message_visibility(self: SQSBackend, queue_name: str, receipt_handle: str,
+                               visibility_timeout: int) -> None:
+    """moto's ChangeMessageVisibility, the 12-hour limit counted from the message's latest receive."""
+    queue = self.get_queue(queue_name)
+    message = next((m for m in queue._messages if m.had_receipt_handle(receipt_handle)), None)
+    if message is None:
+        raise ReceiptHandleIsInvalid
+    received_at = float(getattr(message, "ff_received_at", message.sent_timestamp or 0))
+    if unix_time_millis() + int(visibility_timeout) * 1000 - received_at > MAXIMUM_TOTAL_VISIBILITY_MS:
+        raise InvalidParameterValue(f"Value {visibility_timeout} for parameter VisibilityTimeout is invalid. Reason: "
+                                    "Total VisibilityTimeout for the message is beyond the limit [43200 seconds]")
+    message.change_visibility(int(visibility_timeout))
+    if message.visible and message in queue.pending_messages:
+        queue.pending_messages.remove(message)
+
+
 def install_sqs_on_the_clock() -> Callable[[], None]:
-    """Replace moto's receive, visibility and retention tests; returns the function that puts moto's back."""
+    """Replace moto's receive, visibility, visibility change and retention tests; returns the function that puts
+    moto's back."""
     original_receive = SQSBackend.receive_message
     original_visible = Message.visible
     original_retained = SQSBackend.is_message_valid_based_on_retention_period
+    original_mark_received = Message.mark_received
+    original_change = SQSBackend.change_message_visibility
 
     def receive_message(self: SQSBackend, queue_name: str, count: int, wait_seconds_timeout: int,
                         visibility_timeout: int, message_attribute_names: list[str] | None = None) -> Any:
@@ -76,6 +114,8 @@ def install_sqs_on_the_clock() -> Callable[[], None]:
     SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
     Message.visible = property(_visible)  # type: ignore[assignment,method-assign]
     SQSBackend.is_message_valid_based_on_retention_period = _retained  # type: ignore[method-assign]
+    Message.mark_received = _mark_received(original_mark_received)  # type: ignore[method-assign]
+    SQSBackend.change_message_visibility = _change_message_visibility  # type: ignore[method-assign]
     for name, view in _QUEUE_VIEWS.items():
         setattr(Queue, name, property(view))
 
@@ -83,6 +123,8 @@ def install_sqs_on_the_clock() -> Callable[[], None]:
         SQSBackend.receive_message = original_receive  # type: ignore[method-assign]
         Message.visible = original_visible  # type: ignore[method-assign]
         SQSBackend.is_message_valid_based_on_retention_period = original_retained  # type: ignore[method-assign]
+        Message.mark_received = original_mark_received  # type: ignore[method-assign]
+        SQSBackend.change_message_visibility = original_change  # type: ignore[method-assign]
         for name, view in original_views.items():
             setattr(Queue, name, view)
 
