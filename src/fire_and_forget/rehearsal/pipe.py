@@ -32,6 +32,18 @@ With REQUEST_RESPONSE (an Express target) the pipe waits for the execution's res
   or a visibility timeout that ended), or once its deletion was missed by a server holding a copy (`AFTER_END`:
   the deleted message is back in the queue, same messageId, a new receive). Each such receive starts an execution
   and is decided by its own result.
+A StartExecution over the account's quota (`start_quota`, a token bucket: fire_and_forget/rehearsal/quotas.py) is
+refused with ThrottlingException. Which of the Pipes error classes that falls in is not stated
+(https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-error-troubleshooting.html: retryable AWS
+failures are retried, internal errors without counting against an SQS source's maxReceiveCount; customer invocation
+errors up to it), so both readings are emulated (`throttle_reading`):
+- COUNTED: the receive counts. The messages stay in flight for the queue's visibility timeout, on the rehearsal's
+  clock, are received again when it ends, and SQS moves a message to the source DLQ at the receive after
+  maxReceiveCount;
+- RETRIED: the pipe keeps the batch and retries StartExecution until the bucket lets it through, without a new
+  receive. The emulator takes no message while the bucket is empty and takes the next as soon as a token is back:
+  the same starts, in the same order, with the same receive counts, the backlog waiting in the queue (visible) where
+  AWS would hold part of it in flight. The pipe's polling back-off under failures is not modelled.
 A record carries each message attribute as `{stringValue | binaryValue (base64), stringListValues,
 binaryListValues, dataType}`, and `md5OfMessageAttributes` when there are attributes, as the Pipes and Lambda SQS
 event examples show (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-sqs.html,
@@ -53,10 +65,18 @@ from typing import Any
 from fire_and_forget.rehearsal import sqs_time
 from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.faults import FaultKind, FaultPlan
+from fire_and_forget.rehearsal.quotas import TokenBucket
 from fire_and_forget.rehearsal.sfn_responses import described_execution
 
 FIRE_AND_FORGET = "FIRE_AND_FORGET"
 REQUEST_RESPONSE = "REQUEST_RESPONSE"
+
+
+class ThrottleReading(StrEnum):
+    """What a throttled StartExecution is to the pipe (see the module's note): both are documented possibilities."""
+
+    COUNTED = "counted against maxReceiveCount"
+    RETRIED = "retried by the pipe, not counted"
 
 
 @dataclass(frozen=True)
@@ -75,6 +95,7 @@ class PipeDefinition:
 class PipeStats:
     started: list[str] = field(default_factory=list)  # execution ARNs
     start_failures: int = 0
+    throttled: int = 0  # StartExecution calls the quota refused (also counted in start_failures)
     duplicates: int = 0  # batches delivered a second time (SQS at-least-once)
     # REQUEST_RESPONSE: the results the pipe waited for, and what it did with the messages.
     deleted: int = 0  # messages deleted after their execution succeeded
@@ -126,6 +147,10 @@ class PipeEmulator:
         self._waiting: dict[str, _Wait] = {}  # REQUEST_RESPONSE: execution ARN -> the receive it decides
         self.requeued = False  # a message became receivable since the last drain (a missed delete's copy)
         self._polls = 0
+        # FIRE_AND_FORGET: the account's StartExecution bucket (None: unlimited) and what a throttle is to the pipe.
+        self.start_quota: TokenBucket | None = None
+        self.throttle_reading = ThrottleReading.COUNTED
+        self._throttled = False  # the last _start was refused by the quota
 
     @property
     def copies_pending(self) -> int:
@@ -143,6 +168,8 @@ class PipeEmulator:
         if self.request_response:
             return self._receive_and_wait()
         received = self._deliver_late_copies()
+        if self._holding_back():
+            return received
         messages = self._receive()
         if not messages:
             return received
@@ -152,7 +179,10 @@ class PipeEmulator:
         self.duplicate_next = max(0, self.duplicate_next - 1)
         for _ in range(2 if same_poll else 1):
             if self._start(records) is None:
-                self._make_visible(messages)
+                if not self._throttled:
+                    self._make_visible(messages)
+                # Throttled (COUNTED: RETRIED takes no message without a token): in flight until the visibility
+                # timeout ends, on the clock, then received again.
                 return received + len(messages)
         if same_poll:
             self.stats.duplicates += 1
@@ -204,6 +234,21 @@ class PipeEmulator:
     def next_visible(self) -> datetime | None:
         """The earliest moment at which a message now invisible in the source queue can be received again."""
         return sqs_time.next_visible([self.definition.source_queue_url])
+
+    def next_start(self) -> datetime | None:
+        """RETRIED: when the bucket next lets a start through, if the pipe is holding back a backlog until then."""
+        if self.start_quota is None or self.throttle_reading is not ThrottleReading.RETRIED:
+            return None
+        now = datetime.now(UTC)
+        if not sqs_time.receivable(self.definition.source_queue_url):
+            return None
+        moment = self.start_quota.next_token(now)
+        return moment if moment > now else None
+
+    def _holding_back(self) -> bool:
+        """RETRIED: no token, so the pipe would only be retrying what it holds; it takes no new message."""
+        return (self.start_quota is not None and self.throttle_reading is ThrottleReading.RETRIED
+                and self.start_quota.next_token(datetime.now(UTC)) > datetime.now(UTC))
 
     def _make_visible(self, messages: list[dict[str, Any]]) -> None:
         for message in messages:
@@ -268,6 +313,13 @@ class PipeEmulator:
 
     def _start(self, records: list[dict[str, Any]]) -> str | None:
         """Invoke the target; the execution's ARN when the pipe saw the call succeed, None when it saw it fail."""
+        self._throttled = False
+        if self.start_quota is not None and not self.request_response \
+                and not self.start_quota.take(datetime.now(UTC)):
+            self._throttled = True
+            self.stats.throttled += 1
+            self.stats.start_failures += 1
+            return None
         fault = self._faults.take("StartExecution", records)
         if fault is FaultKind.START_REFUSED:
             self.stats.start_failures += 1

@@ -37,7 +37,8 @@ from fire_and_forget.rehearsal.faults import FaultPlan
 from fire_and_forget.rehearsal.interpreter_time import InterpreterTime
 from fire_and_forget.rehearsal.lambda_runtime import LambdaRuntime
 from fire_and_forget.rehearsal.metrics import ServiceMetrics
-from fire_and_forget.rehearsal.pipe import PipeDefinition, PipeEmulator
+from fire_and_forget.rehearsal.pipe import PipeDefinition, PipeEmulator, ThrottleReading
+from fire_and_forget.rehearsal.quotas import Quota, TokenBucket
 from fire_and_forget.rehearsal.schedules import Firing, Scheduler, read_schedules
 from fire_and_forget.rehearsal.services import install_service_faults
 from fire_and_forget.rehearsal.sfn_responses import (
@@ -92,13 +93,18 @@ class Rehearsal:
     the pipeline's outputs: `Rehearsal.start(Path("cdk.out"), stack_name="FireAndForget-Catalog")`."""
 
     def __init__(self, assembly: CloudAssembly, region: str = "us-east-1",
-                 execution_timeout_seconds: int | None = None, reuse_deployment: bool = True) -> None:
+                 execution_timeout_seconds: int | None = None, reuse_deployment: bool = True,
+                 start_quota: Quota | None = None, throttle_reading: ThrottleReading = ThrottleReading.COUNTED) -> None:
         self.assembly = assembly
         self.region = region
         self._execution_timeout = execution_timeout_seconds
         # Restore the state the first deploy of this template in this process left, instead of deploying again
         # (fire_and_forget/rehearsal/snapshot.py); False deploys afresh.
         self._reuse_deployment = reuse_deployment
+        # The account's StartExecution quota the pipe is held to (quotas.py; None: unlimited), and what a throttled
+        # start is to the pipe (pipe.py, ThrottleReading).
+        self._start_quota = start_quota
+        self._throttle_reading = throttle_reading
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True},
                                       "lambda": {"use_docker": False}})
         # The one clock of the process while the rehearsal is open: the real UTC time at deployment, moved only by
@@ -172,6 +178,9 @@ class Rehearsal:
             self._uninstall_service_faults = install_service_faults(self.faults, self.outputs, ACCOUNT, self.region)
             self._uninstall_client_cache = client_cache.install()
             self.pipe = PipeEmulator(self._pipe_definition(queue_urls), self.sqs, self.sfn, self.faults, self.region)
+            if self._start_quota is not None:
+                self.pipe.start_quota = TokenBucket(self._start_quota, self.now())
+                self.pipe.throttle_reading = self._throttle_reading
             # Express workflows send no status-change events to EventBridge (eventbridge-integration.html).
             self.express = self.sfn.describe_state_machine(
                 stateMachineArn=self.pipe.definition.target_arn)["type"] == "EXPRESS"
@@ -286,7 +295,8 @@ class Rehearsal:
 
     def _next_wakeup(self) -> datetime | None:
         """The next moment something waits for: a timeout on the clock, a message becoming visible again."""
-        moments = [self.virtual_clock.next_deadline(), self.event_sources.next_visible(), self.pipe.next_visible()]
+        moments = [self.virtual_clock.next_deadline(), self.event_sources.next_visible(), self.pipe.next_visible(),
+                   self.pipe.next_start()]
         return min((m for m in moments if m is not None), default=None)
 
     def drain(self) -> None:

@@ -1,0 +1,118 @@
+"""The order example under load: StartExecution held to its quota, scaled down, in both readings of what a throttled
+start is to the pipe (fire_and_forget.rehearsal.pipe.ThrottleReading).
+
+Each scenario is a shape relative to the scaled quota's refill rate: a sustained overload at 10 times it, a burst at
+100 times it, and a flash sale (every order on one SKU with less stock than orders). `python -m demos.orders.load`
+runs them at the scale and length given and prints one row per scenario and reading: where every order ended, the
+slowest, executions and billed transitions per order, and the price per 1M orders under that load.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from demos.orders.quiet import quiet_logs
+from demos.orders.samples import OrderKind, make_order, seed_inventory
+from fire_and_forget.rehearsal import Rehearsal
+from fire_and_forget.rehearsal.load import LoadResult, Phase, send_at_rate, settle
+from fire_and_forget.rehearsal.pipe import ThrottleReading
+from fire_and_forget.rehearsal.quotas import Quota, start_execution_quota
+
+FLASH_SKU = "SKU-FLASH-SALE"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """`multiple` times the quota's refill rate for `seconds`; `stock`: a flash sale, every order one unit of
+    FLASH_SKU, of which there are `stock`."""
+
+    name: str
+    multiple: float
+    seconds: float
+    stock: int | None = None
+
+
+@dataclass
+class Outcome:
+    scenario: Scenario
+    reading: ThrottleReading
+    quota: Quota
+    result: LoadResult
+    sold: int | None = None  # flash sale: units of FLASH_SKU reserved, from the inventory table
+    left: int | None = None  # flash sale: units still available
+    charged: int | None = None  # flash sale: payments standing charged, from the payments table
+    orders: dict[str, str] = field(default_factory=dict)  # message id -> order id
+
+
+def flash_order(number: int, rng: random.Random) -> str:
+    """A valid order for one unit of the flash-sale SKU."""
+    order = json.loads(make_order(OrderKind.VALID, number, rng).body)
+    order["items"] = [{"sku": FLASH_SKU, "quantity": 1}]
+    return json.dumps(order)
+
+
+def run(assembly: Path, scenario: Scenario, reading: ThrottleReading, *, scale: float = 0.001,
+        region: str = "us-east-1", seed: int = 1) -> Outcome:
+    """One scenario in one reading, from a fresh deployment to the quiet end."""
+    quota = start_execution_quota(region).scaled(scale)
+    with Rehearsal.start(assembly, start_quota=quota, throttle_reading=reading) as aws:
+        table = aws.outputs["InventoryTableName"]
+        seed_inventory(aws.dynamodb, table)
+        if scenario.stock is not None:
+            seed_inventory(aws.dynamodb, table, {FLASH_SKU: scenario.stock})
+        rng = random.Random(seed)
+        first = 100_000  # order numbers of their own, apart from the demo's
+
+        def body(n: int) -> str:
+            if scenario.stock is not None:
+                return flash_order(first + n, rng)
+            return make_order(OrderKind.VALID, first + n, rng).body
+
+        sent = send_at_rate(aws, [Phase(quota.refill_per_second * scenario.multiple, scenario.seconds)], body)
+        outcome = Outcome(scenario, reading, quota, settle(aws, sent))
+        if scenario.stock is not None:
+            (item,) = [i for i in aws.items("InventoryTableName") if i["sku"] == FLASH_SKU]
+            outcome.left = int(item["available"])
+            outcome.sold = scenario.stock - outcome.left
+            outcome.charged = sum(1 for p in aws.items("PaymentsTableName") if p.get("status") == "CHARGED")
+        return outcome
+
+
+def row(outcome: Outcome) -> dict[str, Any]:
+    r = outcome.result
+    return {
+        "scenario": outcome.scenario.name, "reading": outcome.reading.value, "quota": outcome.quota.name,
+        "orders": r.messages, "where they ended": dict(sorted(r.places.items())), "quiet": r.quiet,
+        "slowest_seconds": round(r.slowest_seconds), "throttled_starts": r.throttled,
+        "executions_per_order": round(r.executions / r.messages, 2),
+        "transitions_per_order": round(r.usage.transitions / r.messages, 2),
+        "usd_per_1m_orders": round(r.cost_per_million, 2),
+        **({"sold": outcome.sold, "left": outcome.left, "charged": outcome.charged} if outcome.sold is not None
+           else {}),
+    }
+
+
+SMALL = (Scenario("sustained 10x", 10, 20), Scenario("burst 100x", 100, 1),
+         Scenario("flash sale 10x, 25 in stock", 10, 15, stock=25))
+FULL = (Scenario("sustained 10x, 10 min", 10, 600), Scenario("burst 100x, 30 s", 100, 30),
+        Scenario("flash sale 10x, 100 in stock", 10, 100, stock=100))
+
+
+def main(argv: list[str]) -> int:
+    """`python -m demos.orders.load [small|full] [assembly]`: each scenario in both readings, a JSON row each."""
+    quiet_logs()
+    scenarios = FULL if argv[:1] == ["full"] else SMALL
+    assembly = Path(argv[1]) if len(argv) > 1 else Path("cdk.out")
+    for scenario in scenarios:
+        for reading in ThrottleReading:
+            print(json.dumps(row(run(assembly, scenario, reading))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,88 @@
+"""The quotas that decide what a burst does, as token buckets on the rehearsal's clock.
+
+Step Functions throttles its API actions with token buckets
+(https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html, "Quotas related to API action
+throttling"): a bucket holds at most its size in tokens, each call takes one, a call that finds none is refused with
+ThrottlingException, and tokens come back at the refill rate. StartExecution for Standard workflows has a bucket of
+1,300 refilled at 300 per second in US East (N. Virginia), US West (Oregon) and Europe (Ireland), and of 800
+refilled at 150 per second in the other Regions. The bucket starts full: an idle account absorbs a burst of its size
+at once, then sustains the refill rate.
+
+`scaled` divides the size and the rate by one factor so a laptop runs the same shape in fewer messages: 1/100 of
+us-east-1 is a bucket of 13 refilled at 3 per second. The refill runs on the rehearsal's virtual clock
+(fire_and_forget/rehearsal/clock.py), so an hour of overload runs in the time its work takes, and a loaded machine
+throttles exactly what a quiet one does.
+
+Only the pipe's StartExecution is held to a bucket here (fire_and_forget/rehearsal/pipe.py); Lambda's concurrency,
+SNS Publish and DynamoDB's partitions are not modelled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+SERVICE_QUOTAS_PAGE = "https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html"
+# Where StartExecution (Standard) has the larger bucket; everywhere else has the smaller.
+LARGE_BUCKET_REGIONS = frozenset({"us-east-1", "us-west-2", "eu-west-1"})
+# A token is whole: floating-point refill must not leave 0.9999999 where the clock says 1.
+_WHOLE = 1 - 1e-9
+
+
+@dataclass(frozen=True)
+class Quota:
+    """A token bucket's shape: at most `bucket` calls at once, `refill_per_second` sustained."""
+
+    name: str
+    bucket: float
+    refill_per_second: float
+    source: str
+
+    def scaled(self, factor: float) -> Quota:
+        """The same shape `factor` times as large (0.01: a hundredth); a bucket holds at least one call."""
+        if factor <= 0:
+            raise ValueError(f"a quota's scale is positive, not {factor}")
+        return Quota(f"{self.name} x{factor:g}", max(1.0, self.bucket * factor), self.refill_per_second * factor,
+                     self.source)
+
+
+def start_execution_quota(region: str) -> Quota:
+    """StartExecution's default bucket for Standard workflows in `region`."""
+    if region in LARGE_BUCKET_REGIONS:
+        return Quota(f"StartExecution (Standard), {region}", 1300, 300, SERVICE_QUOTAS_PAGE)
+    return Quota(f"StartExecution (Standard), {region}", 800, 150, SERVICE_QUOTAS_PAGE)
+
+
+class TokenBucket:
+    """A quota's bucket, full at `start`, refilled continuously as the clock moves."""
+
+    def __init__(self, quota: Quota, start: datetime) -> None:
+        self.quota = quota
+        self._tokens = quota.bucket
+        self._at = start
+        self.taken = 0
+        self.refused = 0
+
+    def tokens(self, now: datetime) -> float:
+        elapsed = max(0.0, (now - self._at).total_seconds())
+        return min(self.quota.bucket, self._tokens + elapsed * self.quota.refill_per_second)
+
+    def take(self, now: datetime) -> bool:
+        """One call at `now`: True, and a token less, if the bucket has one; False (throttled) otherwise."""
+        tokens = self.tokens(now)
+        self._at = max(self._at, now)
+        if tokens < _WHOLE:
+            self._tokens = tokens
+            self.refused += 1
+            return False
+        self._tokens = max(0.0, tokens - 1)
+        self.taken += 1
+        return True
+
+    def next_token(self, now: datetime) -> datetime:
+        """The first moment at or after `now` when a call would be let through, to the next microsecond up."""
+        missing = 1 - self.tokens(now)
+        if missing <= 1 - _WHOLE:
+            return now
+        return now + timedelta(microseconds=math.ceil(missing / self.quota.refill_per_second * 1e6))

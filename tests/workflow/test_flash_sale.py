@@ -1,0 +1,43 @@
+"""A flash sale under load: every order for one unit of one SKU, more orders than stock, sent at 10 times the scaled
+StartExecution quota (demos/orders/load.py). What was sold is read from the inventory and payments tables, apart
+from the accounting that says where each order ended."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from demos.orders.load import FULL, SMALL, Outcome, run
+from fire_and_forget.rehearsal.pipe import ThrottleReading
+from tests.support.wide import WIDE
+
+FLASH = (FULL if WIDE else SMALL)[2]  # 45 orders for 25 units here, 300 for 100 under `make wide`
+
+
+@pytest.fixture(scope="module")
+def outcomes(cloud_assembly: Path) -> dict[ThrottleReading, Outcome]:
+    return {reading: run(cloud_assembly, FLASH, reading) for reading in ThrottleReading}
+
+
+def test_exactly_the_stock_is_sold_and_every_other_order_fails_as_out_of_stock(
+        outcomes: dict[ThrottleReading, Outcome]) -> None:
+    outcome = outcomes[ThrottleReading.RETRIED]
+    result, stock = outcome.result, FLASH.stock
+    assert stock is not None and result.messages > stock
+    assert (outcome.sold, outcome.left, outcome.charged) == (stock, 0, stock)  # none oversold, each sale paid once
+    assert result.places == {"succeeded": stock, "failure DLQ": result.messages - stock}
+    errors = Counter(fate.error for fate in result.ledger.fates.values() if fate.error)
+    assert errors == {"OutOfStock": result.messages - stock}
+    assert result.quiet and result.ledger.balanced  # each failure announced once, none lost
+
+
+def test_when_throttles_count_as_receives_no_unit_is_oversold_or_lost(outcomes: dict[ThrottleReading, Outcome]) -> None:
+    outcome = outcomes[ThrottleReading.COUNTED]
+    result, stock = outcome.result, FLASH.stock
+    assert stock is not None and outcome.sold is not None
+    # Fewer orders reach the workflow (the rest wait in the source DLQ), and still no unit is sold twice.
+    assert outcome.sold == outcome.charged == result.places["succeeded"] <= stock
+    assert outcome.left == stock - outcome.sold
+    assert result.quiet and result.ledger.balanced
