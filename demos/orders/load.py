@@ -18,10 +18,18 @@ from typing import Any
 
 from demos.orders.quiet import quiet_logs
 from demos.orders.samples import OrderKind, make_order, seed_inventory
-from fire_and_forget.rehearsal import Rehearsal
-from fire_and_forget.rehearsal.load import LoadResult, Phase, send_at_rate, settle
-from fire_and_forget.rehearsal.pipe import ThrottleReading
-from fire_and_forget.rehearsal.quotas import Quota, start_execution_quota
+from fire_and_forget.rehearsal import (
+    LoadResult,
+    Phase,
+    Quota,
+    Rehearsal,
+    ThrottleReading,
+    send_at_rate,
+    settle,
+    start_execution_quota,
+)
+from fire_and_forget.runtime.healing_policy import SOURCE_RETURN_VARIABLE, HealingPolicy
+from fire_and_forget.runtime.outputs import Output
 
 FLASH_SKU = "SKU-FLASH-SALE"
 
@@ -56,11 +64,23 @@ def flash_order(number: int, rng: random.Random) -> str:
     return json.dumps(order)
 
 
+def scale_source_returns(aws: Rehearsal, quota: Quota) -> None:
+    """The Redriver's pace for the source DLQ, scaled with the quota: the deployed pace's share of the least refill
+    any Region has (the default: 50 of 150 a second), of this quota's."""
+    deployed = HealingPolicy.from_environment(json.loads(aws.outputs[Output.HEALING_POLICY]))
+    share = deployed.source_return_per_second / start_execution_quota().refill_per_second
+    function = aws.outputs[Output.REDRIVER_FUNCTION_NAME]
+    environment = aws.lambda_.get_function_configuration(FunctionName=function)["Environment"]["Variables"]
+    environment[SOURCE_RETURN_VARIABLE] = f"{quota.refill_per_second * share:g}"
+    aws.lambda_.update_function_configuration(FunctionName=function, Environment={"Variables": environment})
+
+
 def run(assembly: Path, scenario: Scenario, reading: ThrottleReading, *, scale: float = 0.001,
         region: str = "us-east-1", seed: int = 1) -> Outcome:
     """One scenario in one reading, from a fresh deployment to the quiet end."""
     quota = start_execution_quota(region).scaled(scale)
     with Rehearsal.start(assembly, start_quota=quota, throttle_reading=reading) as aws:
+        scale_source_returns(aws, quota)
         table = aws.outputs["InventoryTableName"]
         seed_inventory(aws.dynamodb, table)
         if scenario.stock is not None:

@@ -161,7 +161,18 @@ class HealingEdges(CheckShapes):
         destinations = {source} | {self.a.lid(c["Properties"]["DestinationConfig"]["OnFailure"]["Destination"])
                                    for c in self.a.of_type("AWS::Lambda::EventInvokeConfig").values()}
         self._deny_other_queues(edge, role, "sqs:SendMessage", destinations, "a queue it does not redrive to")
-        self._deny_other_queues(edge, role, "sqs:ReceiveMessage", {failure_dlq}, "a queue it does not redrive")
+        read = {failure_dlq}
+        # What the pipe could not hand over, back from the source DLQ (fire_and_forget/healing/source_return.py):
+        # read, deleted once sent, the rest made visible again.
+        if float(env.get("HEALING_SOURCE_RETURN_PER_SECOND", "0")) > 0 and int(env["HEALING_MAX_ATTEMPTS"]) > 0:
+            source_dlq = self.a.lid(env["SOURCE_DLQ_URL"])
+            read.add(source_dlq)
+            returns = f"redriver {function} returns {source_dlq} to {source}"
+            for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"):
+                keys = ("kms:Decrypt",) if action == "sqs:ReceiveMessage" else ()
+                self.role_call(returns, role, action, source_dlq, self.a.att(source_dlq), key_actions=keys,
+                               via="sqs")
+        self._deny_other_queues(edge, role, "sqs:ReceiveMessage", read, "a queue it does not redrive")
         self.denied(edge, role, "states:StartExecution", arn("states", "stateMachine:Any"),
                     "the redriver only sends messages")
         # What it cannot resend, it announces once (src/fire_and_forget/healing/announcements.py): the alerts topic

@@ -5,6 +5,8 @@ first messageId read from any record."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import base64
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -138,7 +140,8 @@ def test_classify_dates_a_waiting_record_from_the_callers_first_message_id() -> 
 
 CUSTOM = HealingPolicy(transient_errors={"ReserveInventory": frozenset({"TransientError"}),
                                          "ChargePayment": frozenset({"TransientError", "Lambda.Unknown"})},
-                       max_attempts=5, cool_off_seconds=60, max_cool_off_seconds=900, max_message_bytes=262_144)
+                       max_attempts=5, cool_off_seconds=60, max_cool_off_seconds=900, max_message_bytes=262_144,
+                       source_return_per_second=12.5)
 
 
 def test_every_setting_off_its_default_travels_through_the_environment() -> None:
@@ -147,7 +150,7 @@ def test_every_setting_off_its_default_travels_through_the_environment() -> None
         "HEALING_TRANSIENT_ERRORS": '{"ChargePayment":["Lambda.Unknown","TransientError"],'
                                     '"ReserveInventory":["TransientError"]}',
         "HEALING_MAX_ATTEMPTS": "5", "HEALING_COOL_OFF_SECONDS": "60", "HEALING_MAX_COOL_OFF_SECONDS": "900",
-        "HEALING_MAX_MESSAGE_BYTES": "262144"}
+        "HEALING_MAX_MESSAGE_BYTES": "262144", "HEALING_SOURCE_RETURN_PER_SECOND": "12.5"}
     assert HealingPolicy.from_environment(environment) == CUSTOM
 
 
@@ -155,6 +158,14 @@ def test_the_policy_is_read_from_the_process_environment_by_default(monkeypatch:
     for name, value in CUSTOM.to_environment().items():
         monkeypatch.setenv(name, value)
     assert HealingPolicy.from_environment() == CUSTOM
+
+
+def test_a_stack_deployed_before_the_source_dlq_return_leaves_the_source_dlq_to_a_person() -> None:
+    environment = CUSTOM.to_environment()
+    del environment["HEALING_SOURCE_RETURN_PER_SECOND"]
+    policy = HealingPolicy.from_environment(environment)
+    assert policy.source_return_per_second == 0 and not policy.returns_source_dlq
+    assert CUSTOM.returns_source_dlq and not replace(CUSTOM, max_attempts=0).returns_source_dlq
 
 
 def test_a_stack_deployed_before_the_size_check_is_bounded_by_sqss_own_maximum() -> None:

@@ -48,7 +48,9 @@ EXPECTED = {
     Place.FAILURE_DLQ: {State.FAILED},
     Place.WAITING: {State.FAILED},
     Place.EXECUTION: {State.FAILED},
-    Place.SOURCE_DLQ: {State.UNKNOWN},  # never handed over: no execution ever owned it
+    # Never handed over: no execution ever owned it. Once the Redriver sent a copy back from the source DLQ, the
+    # caller's row links that copy, which has no row of its own: "accepted", sent back and not started.
+    Place.SOURCE_DLQ: {State.UNKNOWN, State.ACCEPTED},
 }
 # A place in the books -> the notice its caller's webhook receives: one with this state, or none.
 NOTIFIED = {Place.SUCCEEDED: "succeeded", Place.ABSORBED: "absorbed", Place.FAILURE_DLQ: "failed",

@@ -323,7 +323,20 @@ def test_a_pipe_that_cannot_start_the_execution_ends_in_the_source_dlq(aws: Rehe
     assert message["MessageId"] == message_id
     assert int(message["Attributes"]["ApproximateReceiveCount"]) >= 5
     assert aws.pipe.stats.start_failures == 5  # maxReceiveCount receives, then SQS's redrive takes over
-    assert account(aws, [message_id]).fates[message_id].place is Place.SOURCE_DLQ
+    # The Redriver will send it back: it waits, and nobody is told yet.
+    fate = account(aws, [message_id]).fates[message_id]
+    assert (fate.place, fate.announcements) == (Place.WAITING, 0)
+
+    # Each Redriver run sends it back as a copy, three times in all (HealingPolicy.max_attempts); each copy is
+    # refused five times too, and the last stays in the source DLQ for a person (the SourceDlqNotEmpty alarm).
+    advance_past_retries(aws)
+
+    (left,) = aws.messages("SourceDlqUrl")
+    assert left["MessageAttributes"]["ffRedriveAttempt"]["StringValue"] == "3"
+    assert left["MessageAttributes"]["ffFirstMessageId"]["StringValue"] == message_id
+    assert aws.pipe.stats.start_failures == 5 * 4
+    fate = account(aws, [message_id]).fates[message_id]
+    assert (fate.place, fate.announcements, fate.redrives) == (Place.SOURCE_DLQ, 1, 3)
 
 
 def test_a_duplicate_delivery_is_processed_once(aws: Rehearsal) -> None:

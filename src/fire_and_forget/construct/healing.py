@@ -51,6 +51,7 @@ class HealedResources:
     message_key: str
     state_machine: sfn.StateMachine
     source_queue: sqs.IQueue
+    source_dlq: sqs.IQueue
     failure_dlq: sqs.IQueue
     failure_events_queue: sqs.IQueue
     alerts_topic: sns.ITopic
@@ -103,6 +104,7 @@ class Healing(Construct):
             cool_off_seconds=healing.cool_off_minutes * 60,
             max_cool_off_seconds=healing.max_cool_off_minutes * 60,
             max_message_bytes=r.source_max_message_bytes,
+            source_return_per_second=healing.source_return_per_second,
         )
         self.service = f"{r.pipeline_name}{HEALING_SERVICE_SUFFIX}"
         self.redrive_every_minutes = healing.redrive_every_minutes
@@ -139,11 +141,13 @@ class Healing(Construct):
             r.failure_events_queue, batch_size=10, report_batch_item_failures=True))
         self.redriver = self._function(
             "Redriver", "fire_and_forget.healing.redriver.handler", code, r, settings, REDRIVER_TIMEOUT,
-            "Sends transient failures back to the source queue once their cool-off has passed",
+            "Sends transient failures back to the source queue once their cool-off has passed, and what the pipe "
+            "could not hand over back from the source DLQ",
             {
                 **common,
                 "FAILURE_DLQ_URL": r.failure_dlq.queue_url,
                 "SOURCE_QUEUE_URL": r.source_queue.queue_url,
+                "SOURCE_DLQ_URL": r.source_dlq.queue_url,
                 "MESSAGE_KEY_FIELD": r.message_key,
                 "REDRIVE_PERIOD_SECONDS": str(healing.redrive_every_minutes * 60),
                 # It announces what it cannot resend, once (fire_and_forget/healing/announcements.py: a marker row).
@@ -156,6 +160,8 @@ class Healing(Construct):
             },
         )
         r.failure_dlq.grant_consume_messages(self.redriver)
+        if self.policy.returns_source_dlq:  # fire_and_forget.healing.source_return
+            r.source_dlq.grant_consume_messages(self.redriver)
         r.source_queue.grant_send_messages(self.redriver)
         # The marker row's conditional update, and the announcement; the table and the topic are under the key.
         r.deliveries_table.grant(self.redriver, "dynamodb:UpdateItem")

@@ -84,14 +84,15 @@ def _healing(r: MonitoredResources) -> list[cw.IWidget]:
     """What healed by itself, what waits for an automatic retry, and what needs a person."""
     hour, five = Duration.hours(1), Duration.minutes(5)
     return [
-        cw.GraphWidget(title="Healed automatically per hour (reconciled, redriven)", width=THIRD, period=hour,
+        cw.GraphWidget(title="Healed automatically per hour (reconciled, redriven, back from the source DLQ)",
+                       width=THIRD, period=hour,
                        left=[r.healing_metric(name, hour)
-                             for name in ("ExecutionsReconciled", "FailuresAutoRedriven")]),
+                             for name in ("ExecutionsReconciled", "FailuresAutoRedriven", "SourceDlqReturned")]),
         cw.GraphWidget(title="Failure DLQ: waiting for a retry / overdue / needing a person", width=THIRD,
                        period=five,
                        left=[r.healing_metric(name, five, cw.Stats.MAXIMUM)
                              for name in ("FailuresWaitingForRetry", "FailuresOverdue", "FailuresNeedingAPerson",
-                                          "FailuresRetriesExhausted")]),
+                                          "FailuresRetriesExhausted", "SourceDlqNeedingAPerson")]),
         cw.GraphWidget(title="Reconciled needing manual repair per hour", width=THIRD, period=hour,
                        left=[r.healing_metric("ReconciledNeedingManualRepair", hour)]),
     ]

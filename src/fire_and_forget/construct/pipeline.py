@@ -258,6 +258,7 @@ class FireAndForgetPipeline(Construct):
                 message_key=props.message_key,
                 state_machine=self.state_machine,
                 source_queue=self.source_queue,
+                source_dlq=self.source_dlq,
                 failure_dlq=self.failure_dlq,
                 failure_events_queue=execution_events.failure_events_queue,
                 alerts_topic=self.alerts_topic,

@@ -66,7 +66,9 @@ class HealingConfig(_Model):
     A transient failure goes back to the source queue after `coolOffMinutes * 2**attempt` (capped at
     `maxCoolOffMinutes`, with equal jitter: between half and all of it), at most `maxAttempts` times (0: never).
     The redriver looks every `redriveEveryMinutes`; the sweep every `sweepEveryMinutes` reconciles executions that
-    ended in the last `sweepLookbackMinutes` unreconciled (a status-change event is best-effort).
+    ended in the last `sweepLookbackMinutes` unreconciled (a status-change event is best-effort). The redriver also
+    sends what the pipe could not hand over back from the source DLQ, `sourceReturnPerSecond` messages a second at
+    most, from the same `maxAttempts` (0: it leaves them for a person).
     """
 
     max_attempts: int = Field(default=3, ge=0, le=9)  # <= 9: the failure tail compares the count as one digit
@@ -75,6 +77,8 @@ class HealingConfig(_Model):
     redrive_every_minutes: int = Field(default=5, ge=1, le=60)
     sweep_every_minutes: int = Field(default=15, ge=5, le=1440)
     sweep_lookback_minutes: int = Field(default=360, ge=10, le=20_160)
+    # Below the smaller Regions' StartExecution refill of 150 a second (fire_and_forget/rehearsal/quotas.py), a third.
+    source_return_per_second: float = Field(default=50, ge=0, le=300)
 
     @model_validator(mode="after")
     def _consistent(self) -> HealingConfig:

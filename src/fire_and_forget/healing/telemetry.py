@@ -17,6 +17,8 @@ WAITING_FOR_RETRY = "FailuresWaitingForRetry"  # gauge: transient records with a
 NEEDING_A_PERSON = "FailuresNeedingAPerson"
 RETRIES_EXHAUSTED = "FailuresRetriesExhausted"  # gauge: transient records whose automatic attempts are spent
 OVERDUE = "FailuresOverdue"  # gauge: waiting past due time plus one Redriver period, still in the failure DLQ
+SOURCE_DLQ_RETURNED = "SourceDlqReturned"  # sent back from the source DLQ to the source queue by the redriver
+SOURCE_DLQ_NEEDING_A_PERSON = "SourceDlqNeedingAPerson"  # gauge: seen there with automatic attempts spent
 
 
 def count(metric: str, value: float = 1) -> None:

@@ -19,15 +19,13 @@ from typing import Any
 
 from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
 from fire_and_forget.runtime.healing_policy import (
-    ATTEMPT_ATTRIBUTE,
-    FIRST_MESSAGE_ATTRIBUTE,
     Disposition,
     HealingPolicy,
     attempt_of,
     first_message_id,
 )
 from fire_and_forget.runtime.outputs import Output
-from fire_and_forget.runtime.records import FailureRecord, one_per_execution, parse
+from fire_and_forget.runtime.records import FailureRecord, one_per_execution, parse, pipe_record
 from fire_and_forget.runtime.tail import DUPLICATE_DELIVERY_ERROR, DUPLICATE_ENDS, HANDLED_FAILURE_ERROR
 
 _EXECUTION_ARN = re.compile(r"arn:aws:states:[^:\s\"\\]+:\d+:execution:[^:\s\"\\]+:[A-Za-z0-9_-]+")
@@ -125,7 +123,7 @@ def account(aws: Rehearsal, message_ids: list[str]) -> Ledger:
     recorded = _failure_records(aws)
     source_dlq = aws.messages(Output.SOURCE_DLQ_URL)
     _follow_copies(fates, [e.input[0] for e in executions if _record_of(e) is not None]
-                   + [r.record for r in recorded] + [_as_record(m) for m in source_dlq])
+                   + [r.record for r in recorded] + [pipe_record(m) for m in source_dlq])
     policy = _policy(aws)
     grace = _redrive_period(aws)
     for record in recorded:
@@ -143,13 +141,19 @@ def account(aws: Rehearsal, message_ids: list[str]) -> Ledger:
         fate.error = record.error
     in_dlq = {record.source_message_id for record in recorded}
     for message in source_dlq:
-        fate = fates.get(first_message_id(_as_record(message)) or "")
-        if fate is not None:
-            fate.places.append(Place.SOURCE_DLQ)
-            # No execution ever started, so no state announces it: the SourceDlqNotEmpty alarm does, once for
-            # everything in the queue (tests/infra/test_monitoring.py). The rehearsal does not evaluate alarms.
-            fate.announcements += 1
-            fate.error = "not handed over by the pipe"
+        shaped = pipe_record(message)
+        fate = fates.get(first_message_id(shaped) or "")
+        if fate is None:
+            continue
+        fate.error = "not handed over by the pipe"
+        if _returnable(policy, shaped):
+            # The Redriver's next run sends it back (fire_and_forget.healing.source_return): nobody is told.
+            fate.places.append(Place.WAITING)
+            continue
+        fate.places.append(Place.SOURCE_DLQ)
+        # No execution ever started, so no state announces it: the SourceDlqNotEmpty alarm does, once for
+        # everything in the queue (tests/infra/test_monitoring.py). The rehearsal does not evaluate alarms.
+        fate.announcements += 1
     for execution in executions:
         started_with = _record_of(execution)
         fate = fates.get(first_message_id(started_with) or "") if started_with is not None else None
@@ -170,12 +174,14 @@ def advance_past_retries(aws: Rehearsal, step_seconds: int = RETRY_STEP_SECONDS,
                          limit_seconds: int = MAX_RETRY_TRAVEL_SECONDS) -> int:
     """Move the rehearsal's clock on, one step at a time, until nothing is left to happen by itself: no execution
     running, no event waiting to be received again (the Reconciler waits out a stopped execution's task), and no
-    record in the failure DLQ waiting for an automatic retry (each redriven copy runs to its end on the way); the
+    record in the failure DLQ waiting for an automatic retry nor message in the source DLQ the Redriver will send back
+    (each copy runs to its end on the way); the
     seconds travelled. Raises if that is not so after `limit_seconds`: the healing is not doing its work."""
     policy = _policy(aws)
     travelled = 0
-    while aws.settling() or (policy is not None and any(
-        policy.classify(record).disposition is Disposition.RETRY for record in _failure_records(aws)
+    while aws.settling() or (policy is not None and (
+        any(policy.classify(record).disposition is Disposition.RETRY for record in _failure_records(aws))
+        or any(_returnable(policy, pipe_record(message)) for message in aws.messages(Output.SOURCE_DLQ_URL))
     )):
         if travelled >= limit_seconds:
             raise RuntimeError(f"not quiet after {travelled} s of virtual time: records wait for a retry, or events "
@@ -183,6 +189,15 @@ def advance_past_retries(aws: Rehearsal, step_seconds: int = RETRY_STEP_SECONDS,
         aws.advance(step_seconds)
         travelled += step_seconds
     return travelled
+
+
+def _returnable(policy: HealingPolicy | None, record: dict[str, Any]) -> bool:
+    """A source-DLQ message (in the pipe's record shape) the Redriver will send back: the policy returns them, and it
+    has automatic attempts left and fits the source queue with the healing attributes."""
+    if policy is None or not policy.returns_source_dlq:
+        return False
+    attempt = attempt_of(record)
+    return attempt < policy.max_attempts and policy.resend_problem(record, attempt) is None
 
 
 def caller_of(execution: Execution) -> str | None:
@@ -252,15 +267,6 @@ def _failure_records(aws: Rehearsal) -> list[FailureRecord]:
 def _record_of(execution: Execution) -> dict[str, Any] | None:
     record = execution.input[0] if isinstance(execution.input, list) and execution.input else None
     return record if isinstance(record, dict) else None
-
-
-def _as_record(message: dict[str, Any]) -> dict[str, Any]:
-    """A source-queue message (ReceiveMessage's shape) as the pipe's record shape the healing helpers read."""
-    attributes = message.get("MessageAttributes") or {}
-    return {"messageId": message["MessageId"],
-            "messageAttributes": {name: {"stringValue": value.get("StringValue"), "dataType": value.get("DataType")}
-                                  for name, value in attributes.items()
-                                  if name in (ATTEMPT_ATTRIBUTE, FIRST_MESSAGE_ATTRIBUTE)}}
 
 
 def _policy(aws: Rehearsal) -> HealingPolicy | None:

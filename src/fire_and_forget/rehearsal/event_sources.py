@@ -35,7 +35,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fire_and_forget.rehearsal import sqs_time
-from fire_and_forget.rehearsal.pipe import _record_attribute
+from fire_and_forget.runtime.records import pipe_attribute
 
 EVENT_SOURCE_MAPPING = "AWS::Lambda::EventSourceMapping"
 REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
@@ -233,7 +233,7 @@ def sqs_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str
         "body": message["Body"],
         "attributes": dict(message.get("Attributes", {})),
         "messageAttributes": {
-            name: _record_attribute(value) for name, value in message.get("MessageAttributes", {}).items()
+            name: pipe_attribute(value) for name, value in message.get("MessageAttributes", {}).items()
         },
         "md5OfBody": message["MD5OfBody"],
         "eventSource": "aws:sqs",

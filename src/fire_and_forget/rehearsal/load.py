@@ -2,10 +2,11 @@
 
 A phase sends `rate_per_second` messages for `seconds`, spread over steps of the clock (one second by default: each
 step sends what the rate owes it, then moves the clock on and lets what is due run, the pipe's starts under their
-quota among it). After the last phase the clock moves on until the account is quiet: no execution running, nothing in
-the source queue (visible or in flight), and no failure record waiting for an automatic redrive, or until `settle`
-gives up. What came of each message is then read where it ended (fire_and_forget.rehearsal.accounting) and each one's
-time from its SendMessage to the end of its last execution is measured on the clock.
+quota among it). After the last phase the clock moves on until the account is quiet: no execution running, nothing
+in the source queue (visible, in flight or delayed), and nothing waiting for an automatic redrive (a failure record,
+or a message in the source DLQ the Redriver will send back), or until `settle` gives up. What came of each message
+is then read where it ended (fire_and_forget.rehearsal.accounting) and each one's time from its SendMessage to the
+end of its last execution is measured on the clock.
 """
 
 from __future__ import annotations
@@ -78,10 +79,12 @@ def send_at_rate(aws: Rehearsal, phases: Sequence[Phase], body_of: Callable[[int
 
 
 def quiet(aws: Rehearsal, ledger: Ledger) -> bool:
-    """No execution running, nothing in the source queue, no failure waiting for its automatic redrive."""
+    """No execution running, nothing in the source queue (visible, in flight or delayed), no failure waiting for its
+    automatic redrive."""
     attributes = aws.sqs.get_queue_attributes(QueueUrl=aws.outputs[Output.SOURCE_QUEUE_URL],
                                               AttributeNames=["ApproximateNumberOfMessages",
-                                                              "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+                                                              "ApproximateNumberOfMessagesNotVisible",
+                                                              "ApproximateNumberOfMessagesDelayed"])["Attributes"]
     in_queue = sum(int(value) for value in attributes.values())
     waiting = any(Place.WAITING in fate.places for fate in ledger.fates.values())
     return not aws.running() and in_queue == 0 and not waiting

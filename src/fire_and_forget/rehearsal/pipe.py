@@ -42,8 +42,8 @@ errors up to it), so both readings are emulated (`throttle_reading`):
   maxReceiveCount;
 - RETRIED: the pipe keeps the batch and retries StartExecution until the bucket lets it through, without a new
   receive. The emulator takes no message while the bucket is empty and takes the next as soon as a token is back:
-  the same starts, in the same order, with the same receive counts, the backlog waiting in the queue (visible) where
-  AWS would hold part of it in flight. The pipe's polling back-off under failures is not modelled.
+  the same starts, one after another as before, with the same receive counts, the backlog waiting in the queue
+  (visible) where AWS would hold part of it in flight. The pipe's polling back-off under failures is not modelled.
 A record carries each message attribute as `{stringValue | binaryValue (base64), stringListValues,
 binaryListValues, dataType}`, and `md5OfMessageAttributes` when there are attributes, as the Pipes and Lambda SQS
 event examples show (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-sqs.html,
@@ -52,7 +52,6 @@ https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html).
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 import uuid
@@ -67,6 +66,7 @@ from fire_and_forget.rehearsal.deployment import ACCOUNT
 from fire_and_forget.rehearsal.faults import FaultKind, FaultPlan
 from fire_and_forget.rehearsal.quotas import TokenBucket
 from fire_and_forget.rehearsal.sfn_responses import described_execution
+from fire_and_forget.runtime.records import pipe_attribute
 
 FIRE_AND_FORGET = "FIRE_AND_FORGET"
 REQUEST_RESPONSE = "REQUEST_RESPONSE"
@@ -339,7 +339,7 @@ class PipeEmulator:
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
         """An SQS record in the shape Pipes (like Lambda's event source mapping) delivers it."""
-        attributes = {name: _record_attribute(value) for name, value in message.get("MessageAttributes", {}).items()}
+        attributes = {name: pipe_attribute(value) for name, value in message.get("MessageAttributes", {}).items()}
         record = {
             "messageId": message["MessageId"],
             "receiptHandle": message["ReceiptHandle"],
@@ -354,13 +354,3 @@ class PipeEmulator:
         if "MD5OfMessageAttributes" in message:
             record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
         return record
-
-
-def _record_attribute(value: dict[str, Any]) -> dict[str, Any]:
-    """ReceiveMessage's {DataType, StringValue | BinaryValue (bytes)} in the record's shape (binary as base64)."""
-    attribute: dict[str, Any] = {"stringListValues": [], "binaryListValues": [], "dataType": value["DataType"]}
-    if "BinaryValue" in value:
-        attribute["binaryValue"] = base64.b64encode(value["BinaryValue"]).decode("ascii")
-    else:
-        attribute["stringValue"] = value.get("StringValue")
-    return attribute

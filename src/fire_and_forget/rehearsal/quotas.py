@@ -47,11 +47,12 @@ class Quota:
                      self.source)
 
 
-def start_execution_quota(region: str) -> Quota:
-    """StartExecution's default bucket for Standard workflows in `region`."""
+def start_execution_quota(region: str | None = None) -> Quota:
+    """StartExecution's default bucket for Standard workflows in `region` (None: the smaller bucket of the Regions
+    without the larger one, the least any Region has)."""
     if region in LARGE_BUCKET_REGIONS:
         return Quota(f"StartExecution (Standard), {region}", 1300, 300, SERVICE_QUOTAS_PAGE)
-    return Quota(f"StartExecution (Standard), {region}", 800, 150, SERVICE_QUOTAS_PAGE)
+    return Quota(f"StartExecution (Standard), {region or 'other Regions'}", 800, 150, SERVICE_QUOTAS_PAGE)
 
 
 class TokenBucket:

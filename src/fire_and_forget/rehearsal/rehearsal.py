@@ -278,7 +278,7 @@ class Rehearsal:
 
     def seed_ids(self, seed: int) -> None:
         """Draw the ids moto makes from now on (SQS MessageIds, receipt handles) from `seed`: the same messages sent
-        in the same order get the same ids run after run, and so does what is drawn from an id, such as the
+        in the same sequence get the same ids run after run, and so does what is drawn from an id, such as the
         Redriver's cool-off jitter (fire_and_forget.runtime.healing_policy). Ids drawn on the interpreter's threads
         follow their interleaving, which the rehearsal does not fix."""
         mock_random.seed(seed)

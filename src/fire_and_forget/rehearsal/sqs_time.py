@@ -150,9 +150,12 @@ def _queue(queue_url: str) -> Any:
 
 
 def next_visible(queue_urls: Iterable[str]) -> datetime | None:
-    """The earliest moment at which a message now invisible in one of these queues can be received again."""
-    moments = [message.visible_at for url in queue_urls for message in _queue(url)._messages
-               if not message.visible]  # milliseconds
+    """The earliest moment at which a message now invisible or delayed (DelaySeconds) in one of these queues can be
+    received."""
+    now = unix_time_millis()
+    moments = [max(message.visible_at, message.delayed_until) for url in queue_urls
+               for message in _queue(url)._messages
+               if now < message.visible_at or now < message.delayed_until]  # milliseconds
     return datetime.fromtimestamp(min(moments) / 1000, UTC) if moments else None
 
 

@@ -47,6 +47,7 @@ TIMEOUT_ERRORS = (TIMEOUT_ERROR, HEARTBEAT_TIMEOUT_ERROR)
 MAX_SUBJECT = 99
 VERBS = {"FAILED": "failed", "TIMED_OUT": "timed out", "ABORTED": "aborted"}
 LONGEST_VERB = max(VERBS.values(), key=len)
+SOURCE_RETURN_VARIABLE = "HEALING_SOURCE_RETURN_PER_SECOND"  # HealingPolicy.source_return_per_second's variable
 
 
 class Disposition(StrEnum):
@@ -112,6 +113,13 @@ class HealingPolicy:
     cool_off_seconds: int = 300
     max_cool_off_seconds: int = 3600
     max_message_bytes: int = SQS_MAX_MESSAGE_BYTES
+    # The Redriver sends the source DLQ's messages back at this many a second (0: it leaves them for a person):
+    # fire_and_forget.healing.source_return.
+    source_return_per_second: float = 0.0
+
+    @property
+    def returns_source_dlq(self) -> bool:
+        return self.source_return_per_second > 0 and self.max_attempts > 0
 
     def is_transient(self, *, state: str | None, error: str | None, status: str = "FAILED") -> bool:
         if status == "ABORTED":
@@ -189,6 +197,7 @@ class HealingPolicy:
             "HEALING_COOL_OFF_SECONDS": str(self.cool_off_seconds),
             "HEALING_MAX_COOL_OFF_SECONDS": str(self.max_cool_off_seconds),
             "HEALING_MAX_MESSAGE_BYTES": str(self.max_message_bytes),
+            SOURCE_RETURN_VARIABLE: f"{self.source_return_per_second:g}",
         }
 
     @classmethod
@@ -202,6 +211,8 @@ class HealingPolicy:
             max_cool_off_seconds=int(env["HEALING_MAX_COOL_OFF_SECONDS"]),
             # A stack deployed before the size check published no maximum: SQS's own bounds every queue.
             max_message_bytes=int(env.get("HEALING_MAX_MESSAGE_BYTES", SQS_MAX_MESSAGE_BYTES)),
+            # A stack deployed before the source DLQ's return published no rate: its Redriver does not return.
+            source_return_per_second=float(env.get(SOURCE_RETURN_VARIABLE, "0")),
         )
 
 

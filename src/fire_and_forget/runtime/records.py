@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -167,6 +167,26 @@ def input_keys(text: str | None, key_field: str) -> tuple[str | None, str | None
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def pipe_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A message attribute as ReceiveMessage answers it ({DataType, StringValue | BinaryValue (bytes)}) in the shape
+    Pipes and Lambda deliver it ({stringValue | binaryValue (base64), stringListValues, binaryListValues, dataType}:
+    https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-sqs.html)."""
+    attribute: dict[str, Any] = {"stringListValues": [], "binaryListValues": [], "dataType": value.get("DataType")}
+    if "BinaryValue" in value:
+        attribute["binaryValue"] = base64.b64encode(value["BinaryValue"]).decode("ascii")
+    else:
+        attribute["stringValue"] = value.get("StringValue")
+    return attribute
+
+
+def pipe_record(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a received message the healing policy reads, in the pipe's record shape: `messageId`, `body`,
+    `messageAttributes`."""
+    return {"messageId": message.get("MessageId"), "body": message.get("Body"),
+            "messageAttributes": {name: pipe_attribute(value)
+                                  for name, value in (message.get("MessageAttributes") or {}).items()}}
 
 
 class UnsendableAttribute(ValueError):
