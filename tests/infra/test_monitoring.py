@@ -73,8 +73,9 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
 }
 FUNCTION_ALARMS = {f"{task}{kind}" for task in FUNCTIONS for kind in ("UnexpectedErrors", "Throttles")}
 # Alarms that stay on the dashboard without notifying while the automatic redrive is on.
-SILENT_WITH_HEALING = ("FailureDlqNotEmpty",)
-EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate", "FailuresNeedAPerson", "FailuresOverdue"}
+SILENT_WITH_HEALING = ("FailureDlqNotEmpty", "SourceDlqNotEmpty")
+EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate", "FailuresNeedAPerson", "FailuresOverdue",
+               "SourceDlqNeedsAPerson"}
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ def test_single_metric_alarm(template: dict[str, Any], topic_id: str, alarm_id: 
     if alarm_id in FUNCTION_ALARMS:
         assert "AlarmActions" not in props  # reported through the composite
     elif alarm_id in SILENT_WITH_HEALING:
-        assert "AlarmActions" not in props  # FailuresNeedAPerson notifies for what a person must handle
+        assert "AlarmActions" not in props  # the *NeedsAPerson alarms notify for what a person must handle
     elif alarm_id in ALERT_PATH_ALARMS:  # about the alerting itself: the second channel too
         second = one(template, "AWS::SNS::Topic", "PipelineAlertPath")[0]
         assert props["AlarmActions"] == [{"Ref": topic_id}, {"Ref": second}]
@@ -166,6 +167,22 @@ def test_the_redriver_s_gauges_alarm_and_its_silence_breaches(template: dict[str
     assert props["TreatMissingData"] == "breaching"
     assert props["AlarmActions"] == [{"Ref": topic_id}]
     assert "docs/runbook.md#" in props["AlarmDescription"]
+
+
+def test_what_the_redriver_left_in_the_source_dlq_alarms_and_its_silence_does_not_twice(
+        template: dict[str, Any], topic_id: str) -> None:
+    """The Redriver also counts, each run, the source DLQ's messages whose automatic attempts are spent: one alarms
+    until a person deals with it. A Redriver that stopped reporting is FailuresNeedAPerson's to tell (missing data
+    breaches there), so here it does not."""
+    _, props = alarm(template, "SourceDlqNeedsAPerson")
+    (metric_stat,) = metric_stats(props).values()
+    assert (metric_stat["Metric"]["MetricName"], dimensions(metric_stat)) == (
+        "SourceDlqNeedingAPerson", {"service": HEALING_SERVICE})
+    assert (metric_stat["Stat"], metric_stat["Period"]) == ("Maximum", 600)
+    assert (props["Threshold"], props["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+    assert props["TreatMissingData"] == "notBreaching"
+    assert props["AlarmActions"] == [{"Ref": topic_id}]
+    assert "docs/runbook.md#sourcedlqnotempty" in props["AlarmDescription"]
 
 
 @pytest.mark.parametrize("task", FUNCTIONS)
@@ -320,3 +337,33 @@ def test_alarm_status_widget_lists_every_alarm(template: dict[str, Any], widgets
     (status,) = [w for w in widgets if w["type"] == "alarm"]
     listed = {arn.removeprefix("<<").removesuffix(">>") for arn in status["properties"]["alarms"]}
     assert listed == set(of_type(template, ALARM)) | set(of_type(template, "AWS::CloudWatch::CompositeAlarm"))
+
+
+@pytest.mark.parametrize(("healing", "returns"), [({"sourceReturnPerSecond": 0}, False), ({"maxAttempts": 0}, False),
+                                                  ({}, True)], ids=["no return pace", "no attempts", "default"])
+def test_the_source_dlq_alarm_notifies_and_the_redriver_keeps_off_it_when_nothing_returns_it(
+        tmp_path: Path, healing: dict[str, int], returns: bool) -> None:
+    """Where the Redriver does not send the source DLQ back, SourceDlqNotEmpty notifies, SourceDlqNeedsAPerson does
+    not exist, and the Redriver's role may not read the source DLQ."""
+    from fire_and_forget.construct import PipelineSettings
+    from tests.pipeline import minimal
+
+    scope = minimal.stack()
+    settings = PipelineSettings.model_validate({"healing": healing})
+    minimal.pipeline(scope, minimal.write(tmp_path, minimal.valid_definition()), settings=settings)
+    built = scope.node.root.synth().get_stack_by_name("Minimal").template  # type: ignore[attr-defined]
+    alarms = {lid: r["Properties"] for lid, r in built["Resources"].items() if r["Type"] == ALARM}
+    (source_dlq_alarm,) = [props for lid, props in alarms.items()
+                           if lid.startswith("PipelineMonitoringSourceDlqNotEmpty")]
+    assert bool(source_dlq_alarm.get("AlarmActions")) is not returns
+    assert any(lid.startswith("PipelineMonitoringSourceDlqNeedsAPerson") for lid in alarms) is returns
+    (source_dlq,) = [lid for lid, r in built["Resources"].items()
+                     if r["Type"] == "AWS::SQS::Queue" and lid.startswith("PipelineSourceQueueSourceDlq")]
+    (redriver_role,) = [lid for lid, r in built["Resources"].items()
+                        if r["Type"] == "AWS::IAM::Role" and lid.startswith("PipelineHealingRedriverRole")]
+    policies = [r["Properties"] for r in built["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                and {"Ref": redriver_role} in r["Properties"]["Roles"]]
+    reads = [s for p in policies for s in p["PolicyDocument"]["Statement"]
+             if "sqs:ReceiveMessage" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+             and source_dlq in json.dumps(s["Resource"])]
+    assert bool(reads) is returns

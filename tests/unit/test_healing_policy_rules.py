@@ -5,10 +5,8 @@ first messageId read from any record."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 

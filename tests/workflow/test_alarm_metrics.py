@@ -37,8 +37,9 @@ FUNCTIONS = tuple(spec.construct_id for spec in TASKS)
 COMPENSATIONS = ("CancelShipment", "RefundPayment", "ReleaseInventory")
 # Alarms whose metric the rehearsal cannot produce, and why.
 CANNOT_TRIP_OFFLINE = {
-    "ExecutionThrottled": "Step Functions throttling (StartExecution, state transitions) needs real quotas; moto "
-                          "never throttles and the pipe emulator has no throttled StartExecution",
+    "ExecutionThrottled": "it counts throttled state transitions (StateEntered events and retries: "
+                          "procedure-cw-metrics.html), which moto never throttles; the rehearsal's StartExecution "
+                          "quota (fire_and_forget/rehearsal/quotas.py) is the API's, which this metric does not count",
     "PipeExecutionThrottled": "a pipe is throttled by the Pipes service's own concurrency limits, which the "
                               "emulator (src/fire_and_forget/rehearsal/pipe.py) does not model",
     "AlertsTopicNotificationsFailed": "SNS counts NumberOfNotificationsFailed when it cannot deliver to a "
@@ -64,6 +65,7 @@ class Outcome:
     failure_dlq_peak: int  # the failure DLQ's depth before the Redriver sent a record back (Maximum over the period)
     moto_states: dict[str, str]  # the state moto's CloudWatch reports for each alarm, as put there
     overdue: int = 0  # records waiting past their due time plus one Redriver period when the Redriver last ran
+    source_dlq_spent: int = 0  # source-DLQ messages whose automatic attempts are spent, read from the queue
 
 
 def outcome(aws: Rehearsal, evaluated: dict[str, Evaluation], needing_a_person: int = 0,
@@ -210,6 +212,12 @@ def failures(cloud_assembly: Path) -> Outcome:
         advance_past_retries(aws)
         copies = [e for e in aws.executions() if timed_out and timed_out in str(e.input) and e.status == "SUCCEEDED"]
         assert len(copies) == 1
+        # By now the Redriver has sent the refused order back from the source DLQ as often as it may: its last copy
+        # waits there, and the next run counts it.
+        aws.advance(REDRIVE_PERIOD_SECONDS)
+        spent = sum(1 for m in aws.messages("SourceDlqUrl")
+                    if int(m["MessageAttributes"]["ffRedriveAttempt"]["StringValue"]) >= 3)
+        evaluated["SourceDlqNeedsAPerson"] = evaluate(aws, every["SourceDlqNeedsAPerson"])
         # Last, so that no other alarm sees it: a record the Redriver cannot clear, overdue.
         stuck = keep_one_overdue(aws)
         evaluated["FailuresOverdue"] = evaluate(aws, every["FailuresOverdue"])
@@ -217,7 +225,7 @@ def failures(cloud_assembly: Path) -> Outcome:
             observed, evaluated=evaluated, needing_a_person=counted, failure_dlq_peak=first_tick.failure_dlq_peak,
             function_errors=observed.function_errors + Counter({"Redriver": first_tick.function_errors["Redriver"]}),
             queue_depths={**observed.queue_depths, "ScheduleDlqUrl": first_tick.queue_depths["ScheduleDlqUrl"]},
-            moto_states=outcome(aws, evaluated).moto_states, overdue=stuck)
+            moto_states=outcome(aws, evaluated).moto_states, overdue=stuck, source_dlq_spent=spent)
 
 
 @pytest.fixture(scope="module")
@@ -268,6 +276,7 @@ TRIPPED_BY: dict[str, tuple[str, Callable[[Outcome], float]]] = {
     "ScheduleDlqNotEmpty": ("a tick failing all its attempts", lambda o: o.queue_depths["ScheduleDlqUrl"]),
     "FailuresNeedAPerson": ("records needing a person", lambda o: o.needing_a_person),
     "FailuresOverdue": ("the source queue refusing a resend", lambda o: o.overdue),
+    "SourceDlqNeedsAPerson": ("StartExecution refused for every copy", lambda o: o.source_dlq_spent),
 } | {f"{task}UnexpectedErrors": (f"{unexpected_errors(task)} unexpected errors", lambda o, t=task: unexpected_errors(t))
      for task in FUNCTIONS} | {
     f"{task}Throttles": (f"{throttles(task)} throttles", lambda o, t=task: throttles(t)) for task in FUNCTIONS}

@@ -115,8 +115,14 @@ class Monitoring(Construct):
                     "Failed messages wait in the failure DLQ (for an automatic retry, or for inspection and redrive)."
                     if healing else "Failed messages wait in the failure DLQ for inspection and redrive.",
                     notify=not healing)
+        # With the Redriver sending the source DLQ back, what waits there may heal within a period or two (a burst over
+        # the StartExecution quota): SourceDlqNeedsAPerson notifies for what has spent its automatic attempts.
+        returns = r.healing is not None and r.healing.policy.returns_source_dlq
         self._alarm("SourceDlqNotEmpty", queue_depth(r.source_dlq, period, "SourceDlq"), 1,
-                    "The pipe could not start an execution for some messages: they wait in the source DLQ.")
+                    "The pipe could not start an execution for some messages: they wait in the source DLQ (the "
+                    "Redriver sends them back, at most its automatic attempts)." if returns else
+                    "The pipe could not start an execution for some messages: they wait in the source DLQ.",
+                    notify=not returns)
         self._alarm("FailureEventsWaiting", oldest_message_age(r.failure_events_queue, period),
                     settings.failure_events_max_age_seconds,
                     "Status-change events of executions that ended TIMED_OUT, ABORTED or FAILED unrecorded wait in "
@@ -183,6 +189,12 @@ class Monitoring(Construct):
                     "Failure records waiting for an automatic retry more than one Redriver period past their due "
                     "time are still in the failure DLQ, or the Redriver has not reported for two of its periods.",
                     missing=cw.TreatMissingData.BREACHING)
+        if h.policy.returns_source_dlq:
+            self._alarm("SourceDlqNeedsAPerson",
+                        r.healing_metric("SourceDlqNeedingAPerson", reported, cw.Stats.MAXIMUM), 1,
+                        "Messages the pipe could not hand over wait in the source DLQ with their automatic attempts "
+                        "spent: the cause lasts (the pipe's role, its target, or an overload longer than the "
+                        "attempts).", runbook_section="sourcedlqnotempty")
         self._alarm("ReconcilerDlqNotEmpty", queue_depth(h.reconciler_dlq, period, "ReconcilerDlq"), 1,
                     "The Reconciler could not finish some executions after every retry: they are not compensated "
                     "or recorded yet (the sweep keeps trying them while they are in its lookback).")

@@ -151,8 +151,9 @@ def account(aws: Rehearsal, message_ids: list[str]) -> Ledger:
             fate.places.append(Place.WAITING)
             continue
         fate.places.append(Place.SOURCE_DLQ)
-        # No execution ever started, so no state announces it: the SourceDlqNotEmpty alarm does, once for
-        # everything in the queue (tests/infra/test_monitoring.py). The rehearsal does not evaluate alarms.
+        # No execution ever started, so no state announces it: an alarm does, once for everything in the queue
+        # (SourceDlqNeedsAPerson once the Redriver has spent its attempts on it, SourceDlqNotEmpty where it does
+        # not send the source DLQ back: tests/workflow/test_alarm_metrics.py evaluates both).
         fate.announcements += 1
     for execution in executions:
         started_with = _record_of(execution)
