@@ -1,7 +1,7 @@
-"""The order example under a sustained overload and a burst, StartExecution held to its quota (1/1000 of us-east-1's:
-a bucket of 1.3 refilled at 0.3 a second), in both readings of what a throttled start is to the pipe: 20 s of 10 times
-the quota's rate and 1 s of 100 times it here, 10 minutes and 30 s under `make wide` (demos/orders/load.py, SMALL and
-FULL).
+"""The order example under a sustained overload and a burst, StartExecution held to its quota, in both readings of
+what a throttled start is to the pipe: 20 s of 10 times the quota's rate and 1 s of 100 times it at 1/1000 of
+us-east-1's quota (a bucket of 1.3 refilled at 0.3 a second) here, 10 minutes and 30 s at 1/10000 under `make wide`
+(demos/orders/load.py, SMALL and FULL).
 
 The checks keep their own books: the quota is checked against the executions' start times with a sliding window, not
 with the bucket's code; where the messages ended is read from the executions and the queues by the accounting.
@@ -20,12 +20,11 @@ from fire_and_forget.rehearsal.quotas import Quota, TokenBucket, start_execution
 from tests.support.wide import WIDE
 
 SUSTAINED, BURST, _ = FULL if WIDE else SMALL
-SCALE = 0.001
 
 
 @pytest.fixture(scope="module")
 def outcomes(cloud_assembly: Path) -> dict[tuple[str, ThrottleReading], Outcome]:
-    return {(scenario.name, reading): run(cloud_assembly, scenario, reading, scale=SCALE)
+    return {(scenario.name, reading): run(cloud_assembly, scenario, reading)
             for scenario in (SUSTAINED, BURST) for reading in ThrottleReading}
 
 
@@ -60,7 +59,7 @@ def test_every_order_ends_in_one_place_and_the_starts_keep_to_the_quota(
         outcomes: dict[tuple[str, ThrottleReading], Outcome], scenario: Scenario, reading: ThrottleReading) -> None:
     outcome = outcomes[scenario.name, reading]
     result = outcome.result
-    assert result.messages == round(SCALE * 300 * scenario.multiple * scenario.seconds)
+    assert result.messages == round(scenario.scale * 300 * scenario.multiple * scenario.seconds)
     assert result.quiet and result.ledger.balanced  # none lost, none in two places, every failure announced once
     assert starts_within_quota(result.started_at, outcome.quota)
     assert result.executions == result.places["succeeded"]  # no duplicate start: one execution per started order
