@@ -122,8 +122,8 @@ def row(outcome: Outcome) -> dict[str, Any]:
 # issue's lengths (10 minutes, 30 s) at 1/10000 (a bucket of one, refilled at 0.03 a second), which keeps their
 # messages to a few hundred: a throttled start runs alone at its own moment of the clock, so the rehearsal runs
 # these at about two orders a second of machine time.
-SMALL = (Scenario("sustained 10x", 10, 20), Scenario("burst 100x", 100, 1),
-         Scenario("flash sale 10x, 25 in stock", 10, 15, stock=25))
+SMALL = (Scenario("sustained 10x", 10, 10), Scenario("burst 100x", 100, 1),
+         Scenario("flash sale 10x, 20 in stock", 10, 10, stock=20))
 FULL = (Scenario("sustained 10x, 10 min", 10, 600, scale=0.0001), Scenario("burst 100x, 30 s", 100, 30, scale=0.0001),
         Scenario("flash sale 10x, 30 in stock", 10, 300, stock=30, scale=0.0001))
 

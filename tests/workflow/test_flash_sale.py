@@ -13,7 +13,7 @@ from demos.orders.load import FULL, SMALL, Outcome, run
 from fire_and_forget.rehearsal.pipe import ThrottleReading
 from tests.support.wide import WIDE
 
-FLASH = (FULL if WIDE else SMALL)[2]  # 45 orders for 25 units here, 90 for 30 under `make wide`
+FLASH = (FULL if WIDE else SMALL)[2]  # 30 orders for 20 units here, 90 for 30 under `make wide`
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The order example under a sustained overload and a burst, StartExecution held to its quota, in both readings of
-what a throttled start is to the pipe: 20 s of 10 times the quota's rate and 1 s of 100 times it at 1/1000 of
+what a throttled start is to the pipe: 10 s of 10 times the quota's rate and 1 s of 100 times it at 1/1000 of
 us-east-1's quota (a bucket of 1.3 refilled at 0.3 a second) here, 10 minutes and 30 s at 1/10000 under `make wide`
 (demos/orders/load.py, SMALL and FULL).
 
