@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fire_and_forget.construct.alert_path import ALERT_PATH_ALARMS
+from fire_and_forget.construct.monitoring import SUSTAINED_PERIODS
 from stacks.orders.tasks import ORDER_METRICS, TASKS
 from tests.support.alarm_template import ALARM, alarm, dimensions, metric_stats
 from tests.support.template import of_type, one, ref_or_att
@@ -74,6 +75,7 @@ SINGLE_METRIC_ALARMS: dict[str, tuple[str, str, str, tuple[str, str], str, float
 FUNCTION_ALARMS = {f"{task}{kind}" for task in FUNCTIONS for kind in ("UnexpectedErrors", "Throttles")}
 # Alarms that stay on the dashboard without notifying while the automatic redrive is on.
 SILENT_WITH_HEALING = ("FailureDlqNotEmpty", "SourceDlqNotEmpty")
+SUSTAINED = ("ExecutionThrottled", "PipeExecutionThrottled")
 EVERY_ALARM = {*SINGLE_METRIC_ALARMS, *FUNCTION_ALARMS, "FailureRate", "FailuresNeedAPerson", "FailuresOverdue",
                "SourceDlqNeedsAPerson"}
 
@@ -111,7 +113,9 @@ def test_single_metric_alarm(template: dict[str, Any], topic_id: str, alarm_id: 
     assert metric_stat["Period"] == 300
     assert props["Threshold"] == threshold
     assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-    assert (props["EvaluationPeriods"], props["DatapointsToAlarm"]) == (1, 1)
+    # Throttling alarms look for throttling that lasts (three periods in a row, every one breaching), the rest at one.
+    periods = SUSTAINED_PERIODS if alarm_id in SUSTAINED else 1
+    assert (props["EvaluationPeriods"], props["DatapointsToAlarm"]) == (periods, periods)
     # Every metric here is absent when nothing happened (and FailedInvocations whenever it is zero).
     assert props["TreatMissingData"] == "notBreaching"
     if alarm_id in FUNCTION_ALARMS:

@@ -29,6 +29,7 @@ class Alarm:
     threshold: float
     comparison: str
     treat_missing: str
+    periods: int = 1  # EvaluationPeriods, every one of which must breach (DatapointsToAlarm equals it)
 
 
 def alarms(aws: Rehearsal) -> dict[str, Alarm]:
@@ -36,8 +37,9 @@ def alarms(aws: Rehearsal) -> dict[str, Alarm]:
     found = {}
     for logical_id, resource in of_type(aws.assembly.template, "AWS::CloudWatch::Alarm").items():
         props = resource["Properties"]
-        # One period, one data point to alarm: what lets a single window stand for the alarm's evaluation.
-        assert (props["EvaluationPeriods"], props.get("DatapointsToAlarm", 1)) == (1, 1), logical_id
+        # N periods, every one breaching (N of N): what lets N consecutive windows stand for the evaluation.
+        periods = int(props["EvaluationPeriods"])
+        assert int(props.get("DatapointsToAlarm", periods)) == periods, logical_id
         metrics = props.get("Metrics") or [{"Id": "m1", "ReturnData": True, "MetricStat": {
             "Metric": {key: props[key] for key in ("Namespace", "MetricName", "Dimensions")},
             "Stat": props["Statistic"], "Period": props["Period"]}}]
@@ -47,7 +49,7 @@ def alarms(aws: Rehearsal) -> dict[str, Alarm]:
         name = logical_id.removeprefix("PipelineMonitoring")[:-8]  # CDK appends an 8-character hash to the logical id
         found[name] = Alarm(name, queries, returned.get("Expression", returned["Id"]),
                             int(stats[0]["MetricStat"]["Period"]), float(props["Threshold"]),
-                            props["ComparisonOperator"], props.get("TreatMissingData", "missing"))
+                            props["ComparisonOperator"], props.get("TreatMissingData", "missing"), periods)
     return found
 
 
@@ -57,7 +59,8 @@ def create_in_moto(aws: Rehearsal, alarm: Alarm) -> None:
     metrics = [{**query, "ReturnData": query["Id"] == alarm.expression} for query in alarm.queries]
     if all(query["Id"] != alarm.expression for query in alarm.queries):
         metrics.append({"Id": "result", "Expression": alarm.expression, "ReturnData": True})
-    aws.cloudwatch.put_metric_alarm(AlarmName=alarm.name, Metrics=metrics, EvaluationPeriods=1, DatapointsToAlarm=1,
+    aws.cloudwatch.put_metric_alarm(AlarmName=alarm.name, Metrics=metrics, EvaluationPeriods=alarm.periods,
+                                    DatapointsToAlarm=alarm.periods,
                                     Threshold=alarm.threshold, ComparisonOperator=alarm.comparison,
                                     TreatMissingData=alarm.treat_missing)
 
@@ -89,8 +92,18 @@ class Evaluation:
 
 
 def evaluate(aws: Rehearsal, alarm: Alarm, at: datetime | None = None) -> Evaluation:
-    """What the alarm would say at `at` (now by default), evaluating its one period that ends then."""
+    """What the alarm would say at `at` (now by default): each of its periods, the last one ending then, evaluated;
+    ALARM when every one breaches, and the value and series of the last."""
     end = (at or datetime.now(UTC)) + timedelta(seconds=1)
+    earlier = [_one_period(aws, alarm, end - timedelta(seconds=alarm.period * n)) for n in range(1, alarm.periods)]
+    last = _one_period(aws, alarm, end)
+    if last.state == "ALARM" and any(e.state != "ALARM" for e in earlier):
+        return Evaluation("OK", last.value, last.series)
+    return last
+
+
+def _one_period(aws: Rehearsal, alarm: Alarm, end: datetime) -> Evaluation:
+    """The alarm's verdict on its period that ends at `end`."""
     response = aws.cloudwatch.get_metric_data(MetricDataQueries=alarm.queries, StartTime=end - timedelta(
         seconds=alarm.period), EndTime=end)
     series = {result["Id"]: (result["Values"][0] if result["Values"] else None)

@@ -28,6 +28,10 @@ AT_LEAST = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 QUIET = cw.TreatMissingData.NOT_BREACHING
 
 
+# Throttling alarms fire on throttling that lasts, not on a burst the source queue absorbs: in each of this many
+# consecutive periods (15 minutes at the default 5-minute period).
+SUSTAINED_PERIODS = 3
+
 class Monitoring(Construct):
     """Alarms (`.alarms`, by construct id), the composite over the task functions, and the dashboard.
 
@@ -73,7 +77,8 @@ class Monitoring(Construct):
 
     def _alarm(self, construct_id: str, metric: cw.Metric | cw.MathExpression, threshold: float, what: str, *,
                notify: bool = True, runbook_section: str | None = None,
-               missing: cw.TreatMissingData = QUIET) -> cw.Alarm:
+               missing: cw.TreatMissingData = QUIET, periods: int = 1) -> cw.Alarm:
+        """An alarm on `metric` at or over `threshold` in each of its last `periods` periods."""
         section = runbook_section or construct_id.lower()
         alarm = metric.create_alarm(
             self,
@@ -81,8 +86,8 @@ class Monitoring(Construct):
             alarm_description=f"{what} Runbook: {self._runbook}#{section}",
             threshold=threshold,
             comparison_operator=AT_LEAST,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
+            evaluation_periods=periods,
+            datapoints_to_alarm=periods,
             treat_missing_data=missing,
         )
         if notify:
@@ -99,7 +104,9 @@ class Monitoring(Construct):
         self._alarm("ExecutionsAborted", execution_metric(r, "ExecutionsAborted", period), 1,
                     f"A {r.title} execution was aborted (stopped): no compensation ran.")
         self._alarm("ExecutionThrottled", execution_metric(r, "ExecutionThrottled", period), 1,
-                    f"Step Functions throttled {r.title} (StartExecution or state transitions).")
+                    f"Step Functions throttled {r.title}'s state transitions in each of the last "
+                    f"{SUSTAINED_PERIODS} periods: a load the quota does not carry, not a burst.",
+                    periods=SUSTAINED_PERIODS)
         window = Duration.minutes(settings.failure_rate_window_minutes)
         self._alarm("FailureRate", failure_rate(r, window, settings.failure_rate_min_started),
                     settings.failure_rate_percent,
@@ -136,7 +143,8 @@ class Monitoring(Construct):
         self._alarm("PipeExecutionFailed", pipe_metric(r.pipe_name, "ExecutionFailed", period), 1,
                     f"The pipe failed to start {r.title} executions; SQS will retry, then move them to the source DLQ.")
         self._alarm("PipeExecutionThrottled", pipe_metric(r.pipe_name, "ExecutionThrottled", period), 1,
-                    "The pipe was throttled: messages wait longer in the source queue.")
+                    f"The pipe was throttled in each of the last {SUSTAINED_PERIODS} periods: messages wait longer "
+                    "in the source queue.", periods=SUSTAINED_PERIODS)
         self._alarm("RuleFailedInvocations", rule_metric(r, "FailedInvocations", period), 1,
                     "The failure rule could not deliver a status-change event to a target after its retries.")
         self._alarm("RuleTargetDlqNotEmpty", queue_depth(r.rule_target_dlq, period, "RuleTargetDlq"), 1,
