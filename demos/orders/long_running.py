@@ -78,7 +78,6 @@ class InBackground:
     and reads what `run_long_running` returned. What the child prints goes to a log beside the assembly."""
 
     def __init__(self, outdir: Path, seed: int, assembly: Path | None = None) -> None:
-        self.outdir = outdir
         self.log = outdir.with_name(outdir.name + ".log")
         self.report = outdir.with_name(outdir.name + ".json")
         self.report.unlink(missing_ok=True)

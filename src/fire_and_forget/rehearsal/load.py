@@ -15,12 +15,11 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
-from fire_and_forget.rehearsal.accounting import Ledger, Place, account, caller_of
+from fire_and_forget.rehearsal.accounting import Ledger, account, advance_past_retries, caller_of
 from fire_and_forget.rehearsal.cost import Usage, add, per_million, usage_of_execution
-from fire_and_forget.runtime.outputs import Output
 
 if TYPE_CHECKING:
     from fire_and_forget.rehearsal.rehearsal import Rehearsal
@@ -78,27 +77,17 @@ def send_at_rate(aws: Rehearsal, phases: Sequence[Phase], body_of: Callable[[int
     return sent
 
 
-def quiet(aws: Rehearsal, ledger: Ledger) -> bool:
-    """No execution running, nothing in the source queue (visible, in flight or delayed), no failure waiting for its
-    automatic redrive."""
-    attributes = aws.sqs.get_queue_attributes(QueueUrl=aws.outputs[Output.SOURCE_QUEUE_URL],
-                                              AttributeNames=["ApproximateNumberOfMessages",
-                                                              "ApproximateNumberOfMessagesNotVisible",
-                                                              "ApproximateNumberOfMessagesDelayed"])["Attributes"]
-    in_queue = sum(int(value) for value in attributes.values())
-    waiting = any(Place.WAITING in fate.places for fate in ledger.fates.values())
-    return not aws.running() and in_queue == 0 and not waiting
-
-
-def settle(aws: Rehearsal, sent_at: dict[str, datetime], *, step_seconds: float = 300.0,
+def settle(aws: Rehearsal, sent_at: dict[str, datetime], *, step_seconds: int = 300,
            max_hours: float = 24.0) -> LoadResult:
-    """Move the clock on a step at a time until the account is quiet (at most `max_hours`), then account for every
-    message sent."""
-    deadline = aws.now() + timedelta(hours=max_hours)
+    """Move the clock on a step at a time until the account is quiet (accounting.advance_past_retries: nothing
+    running, nothing hidden or delayed in the queues, nothing waiting for an automatic redrive), at most `max_hours`,
+    then account for every message sent."""
+    try:
+        advance_past_retries(aws, step_seconds=step_seconds, limit_seconds=int(max_hours * 3600))
+        calm = True
+    except RuntimeError:  # not quiet by then: reported, not raised
+        calm = False
     ledger = account(aws, list(sent_at))
-    while not (calm := quiet(aws, ledger)) and aws.now() < deadline:
-        aws.advance(step_seconds)
-        ledger = account(aws, list(sent_at))
     ended: dict[str, datetime] = {}
     usage = Usage()
     executions = 0

@@ -237,18 +237,21 @@ class PipeEmulator:
 
     def next_start(self) -> datetime | None:
         """RETRIED: when the bucket next lets a start through, if the pipe is holding back a backlog until then."""
-        if self.start_quota is None or self.throttle_reading is not ThrottleReading.RETRIED:
-            return None
-        now = datetime.now(UTC)
-        if not sqs_time.receivable(self.definition.source_queue_url):
-            return None
-        moment = self.start_quota.next_token(now)
-        return moment if moment > now else None
+        held_until = self._held_until()
+        return held_until if held_until is not None and sqs_time.receivable(self.definition.source_queue_url) \
+            else None
 
     def _holding_back(self) -> bool:
         """RETRIED: no token, so the pipe would only be retrying what it holds; it takes no new message."""
-        return (self.start_quota is not None and self.throttle_reading is ThrottleReading.RETRIED
-                and self.start_quota.next_token(datetime.now(UTC)) > datetime.now(UTC))
+        return self._held_until() is not None
+
+    def _held_until(self) -> datetime | None:
+        """RETRIED with an empty bucket: the moment its next token comes; None when a start may go now."""
+        if self.start_quota is None or self.throttle_reading is not ThrottleReading.RETRIED:
+            return None
+        now = datetime.now(UTC)
+        moment = self.start_quota.next_token(now)
+        return moment if moment > now else None
 
     def _make_visible(self, messages: list[dict[str, Any]]) -> None:
         for message in messages:

@@ -328,10 +328,11 @@ class Rehearsal:
         self.sfn.stop_execution(executionArn=execution_arn, error="Aborted", cause="Stopped by the rehearsal")
 
     def settling(self) -> bool:
-        """True while something will still happen without anyone acting: an execution is running, or a message the
-        pipe or an event source mapping consumes is hidden for its visibility timeout and will be received again."""
+        """True while something will still happen without anyone acting: an execution is running, a message the
+        pipe or an event source mapping consumes is hidden for its visibility timeout (or delayed) and will be
+        received again, or the pipe holds a backlog back until its StartExecution quota has a token."""
         return (bool(self.running()) or self.event_sources.next_visible() is not None
-                or self.pipe.next_visible() is not None)
+                or self.pipe.next_visible() is not None or self.pipe.next_start() is not None)
 
     def visibility_timeout(self, output_key: str) -> int:
         """The VisibilityTimeout of the queue the stack output names: how long a received message stays hidden."""
