@@ -9,7 +9,8 @@ lasts (the pipe's role, a deleted state machine). The queue does not say which. 
 carrying the healing attributes (`ffRedriveAttempt` one more, `ffFirstMessageId` the caller's), as the automatic
 redrive of the failure DLQ does, and from the same budget: at most HealingPolicy.max_attempts automatic attempts
 in all. A message whose attempts are spent, or that SQS would refuse with the two attributes added
-(HealingPolicy.resend_problem), stays in the source DLQ for a person (the SourceDlqNotEmpty alarm, runbook R2); so a
+(HealingPolicy.resend_problem), stays in the source DLQ for a person (counted in SourceDlqNeedingAPerson, which the
+SourceDlqNeedsAPerson alarm reads; runbook R2); so a
 failure that lasts costs at most max_attempts rounds of maxReceiveCount receives before it is left there.
 
 Pacing: the k-th message sent back in a run gets DelaySeconds k / `per_second` (SQS delays a message up to 900 s:
