@@ -1,10 +1,12 @@
 """The order example under load: StartExecution held to its quota, scaled down, in both readings of what a throttled
-start is to the pipe (fire_and_forget.rehearsal.pipe.ThrottleReading).
+start is to the pipe (fire_and_forget.rehearsal.pipe.ThrottleReading); where a scenario says so, Lambda's concurrency
+held to its quota at the same scale, each invocation taking time, and transactions on one item conflicting.
 
 Each scenario is a shape relative to the scaled quota's refill rate: a sustained overload at 10 times it, a burst at
-100 times it, and a flash sale (every order on one SKU with less stock than orders). `python -m demos.orders.load`
-runs them at the scale and length given and prints one row per scenario and reading: where every order ended, the
-slowest, executions and billed transitions per order, and the price per 1M orders under that load.
+100 times it, a flash sale (every order on one SKU with less stock than orders), a burst that exhausts Lambda's
+concurrency, and a flash sale whose reservations meet on the SKU's item. `python -m demos.orders.load` runs them at
+the scale and length given and prints one row per scenario and reading: where every order ended, the slowest,
+executions and billed transitions per order, the throttles, and the price per 1M orders under that load.
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ from typing import Any
 from demos.orders.quiet import quiet_logs
 from demos.orders.samples import OrderKind, make_order, seed_inventory
 from fire_and_forget.rehearsal import (
+    Concurrency,
+    Invocation,
     LoadResult,
     Phase,
     Quota,
     Rehearsal,
     ThrottleReading,
+    lambda_concurrency_quota,
+    partition_write_quota,
     send_at_rate,
     settle,
     start_execution_quota,
@@ -32,18 +38,41 @@ from fire_and_forget.runtime.healing_policy import SOURCE_RETURN_VARIABLE, Heali
 from fire_and_forget.runtime.outputs import Output
 
 FLASH_SKU = "SKU-FLASH-SALE"
+# The tables whose items an outcome keeps, for books kept apart from the accounting.
+BOOKS = ("InventoryTableName", "ReservationsTableName", "PaymentsTableName", "ShipmentsTableName")
 
 
 @dataclass(frozen=True)
 class Scenario:
     """`multiple` times the quota's refill rate for `seconds`, the quota `scale` times us-east-1's; `stock`: a flash
-    sale, every order one unit of FLASH_SKU, of which there are `stock`."""
+    sale, every order one unit of FLASH_SKU, of which there are `stock`. With `invocation_seconds`, Lambda's default
+    concurrency at the same scale holds the invocations, each taking that long on the clock; with
+    `transaction_seconds`, an invocation's transaction holds its items that long; with `partition_writes`, each
+    item's transactional writes draw from a partition's write units at the same scale. `start_refill`: the
+    StartExecution refill per second after a quota increase (None: the default). `readings`: what a throttled start
+    is to the pipe, each run apart."""
 
     name: str
     multiple: float
     seconds: float
     stock: int | None = None
     scale: float = 0.001
+    invocation_seconds: float = 0.0
+    transaction_seconds: float = 0.0
+    partition_writes: bool = False
+    start_refill: float | None = None
+    readings: tuple[ThrottleReading, ...] = tuple(ThrottleReading)
+
+    def start_quota(self, region: str) -> Quota:
+        default = start_execution_quota(region)
+        if self.start_refill is not None:
+            default = Quota(f"{default.name}, raised to {self.start_refill:g} a second", default.bucket,
+                            self.start_refill, default.source)
+        return default.scaled(self.scale)
+
+    @property
+    def concurrency(self) -> Concurrency | None:
+        return lambda_concurrency_quota().scaled(self.scale) if self.invocation_seconds else None
 
 
 @dataclass
@@ -55,7 +84,12 @@ class Outcome:
     sold: int | None = None  # flash sale: units of FLASH_SKU reserved, from the inventory table
     left: int | None = None  # flash sale: units still available
     charged: int | None = None  # flash sale: payments standing charged, from the payments table
-    orders: dict[str, str] = field(default_factory=dict)  # message id -> order id
+    lambda_throttles: int = 0  # invocations refused because every concurrency slot was held
+    conflicts: int = 0  # transactions cancelled for TransactionConflict
+    partition_throttles: int = 0  # transactions cancelled because an item's partition had no write units left
+    invocations: list[Invocation] = field(default_factory=list)  # every invocation, with its start on the clock
+    bodies: dict[str, str] = field(default_factory=dict)  # message id -> the body sent
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # output name -> its items at the end
 
 
 def flash_order(number: int, rng: random.Random) -> str:
@@ -79,8 +113,11 @@ def scale_source_returns(aws: Rehearsal, quota: Quota) -> None:
 def run(assembly: Path, scenario: Scenario, reading: ThrottleReading, *, region: str = "us-east-1",
         seed: int = 1) -> Outcome:
     """One scenario in one reading, from a fresh deployment to the quiet end."""
-    quota = start_execution_quota(region).scaled(scenario.scale)
-    with Rehearsal.start(assembly, start_quota=quota, throttle_reading=reading) as aws:
+    quota = scenario.start_quota(region)
+    partition = partition_write_quota().scaled(scenario.scale) if scenario.partition_writes else None
+    with Rehearsal.start(assembly, start_quota=quota, throttle_reading=reading,
+                         lambda_concurrency=scenario.concurrency, invocation_seconds=scenario.invocation_seconds,
+                         transaction_seconds=scenario.transaction_seconds, partition_writes=partition) as aws:
         scale_source_returns(aws, quota)
         table = aws.outputs["InventoryTableName"]
         seed_inventory(aws.dynamodb, table)
@@ -89,18 +126,26 @@ def run(assembly: Path, scenario: Scenario, reading: ThrottleReading, *, region:
         rng = random.Random(seed)
         first = 100_000  # order numbers of their own, apart from the demo's
 
+        made: list[str] = []
+
         def body(n: int) -> str:
-            if scenario.stock is not None:
-                return flash_order(first + n, rng)
-            return make_order(OrderKind.VALID, first + n, rng).body
+            made.append(flash_order(first + n, rng) if scenario.stock is not None
+                        else make_order(OrderKind.VALID, first + n, rng).body)
+            return made[-1]
 
         sent = send_at_rate(aws, [Phase(quota.refill_per_second * scenario.multiple, scenario.seconds)], body)
         outcome = Outcome(scenario, reading, quota, settle(aws, sent))
+        outcome.bodies = dict(zip(sent, made, strict=True))
+        outcome.tables = {name: aws.items(name) for name in BOOKS}
         if scenario.stock is not None:
             (item,) = [i for i in aws.items("InventoryTableName") if i["sku"] == FLASH_SKU]
             outcome.left = int(item["available"])
             outcome.sold = scenario.stock - outcome.left
             outcome.charged = sum(1 for p in aws.items("PaymentsTableName") if p.get("status") == "CHARGED")
+        outcome.lambda_throttles = sum(aws.runtime.throttled.values())
+        outcome.conflicts = aws.contention.conflicts if aws.contention is not None else 0
+        outcome.partition_throttles = aws.contention.throttled if aws.contention is not None else 0
+        outcome.invocations = list(aws.runtime.invocations)
         return outcome
 
 
@@ -110,6 +155,11 @@ def row(outcome: Outcome) -> dict[str, Any]:
         "scenario": outcome.scenario.name, "reading": outcome.reading.value, "quota": outcome.quota.name,
         "orders": r.messages, "where they ended": dict(sorted(r.places.items())), "quiet": r.quiet,
         "slowest_seconds": round(r.slowest_seconds), "throttled_starts": r.throttled,
+        **({"lambda_concurrency": outcome.scenario.concurrency.limit, "invocation_seconds":
+            outcome.scenario.invocation_seconds, "throttled_invocations": outcome.lambda_throttles}
+           if outcome.scenario.concurrency is not None else {}),
+        **({"transaction_conflicts": outcome.conflicts} if outcome.scenario.transaction_seconds else {}),
+        **({"partition_throttles": outcome.partition_throttles} if outcome.scenario.partition_writes else {}),
         "executions_per_order": round(r.executions / r.messages, 2),
         "transitions_per_order": round(r.usage.transitions / r.messages, 2),
         "usd_per_1m_orders": round(r.cost_per_million, 2),
@@ -127,14 +177,32 @@ SMALL = (Scenario("sustained 10x", 10, 10), Scenario("burst 100x", 100, 1),
 FULL = (Scenario("sustained 10x, 10 min", 10, 600, scale=0.0001), Scenario("burst 100x, 30 s", 100, 30, scale=0.0001),
         Scenario("flash sale 10x, 30 in stock", 10, 300, stock=30, scale=0.0001))
 
+# Lambda's concurrency and the SKU's item, the pipe retrying throttled starts (the reading changes only how the starts
+# are spread, which the scenarios above cover). A burst at 100 times the start rate with invocations of 2 s needs
+# 0.3 x 3 x 2 = 1.8 invocations running at once against a concurrency of one (the default 1,000 at 1/1000): Lambda is
+# overloaded until the backlog has started. The flash sale at 1/100 runs with StartExecution raised to 1,000 a second
+# (10 a second here): its reservations meet on the SKU's item (a transaction holds it for 0.05 s, an invocation takes
+# 0.1 s, so Lambda's 10 slots carry 100 invocations a second), and 10 reservations a second write 20 units a second
+# to the item's partition, which serves 10 (1,000 at 1/100).
+LIMITS_SMALL = (Scenario("Lambda overloaded: burst 100x, 2-s invocations", 100, 1, invocation_seconds=2,
+                         readings=(ThrottleReading.RETRIED,)),
+                Scenario("flash sale, 20 in stock, one hot item", 3, 1, stock=20, scale=0.01, invocation_seconds=0.1,
+                         transaction_seconds=0.05, partition_writes=True, start_refill=1000,
+                         readings=(ThrottleReading.RETRIED,)))
+LIMITS_FULL = (Scenario("Lambda overloaded: 10x for 60 s, 2-s invocations", 10, 60, invocation_seconds=2,
+                        readings=(ThrottleReading.RETRIED,)),
+               Scenario("flash sale, 60 in stock, one hot item", 3, 6, stock=60, scale=0.01, invocation_seconds=0.1,
+                        transaction_seconds=0.05, partition_writes=True, start_refill=1000,
+                        readings=(ThrottleReading.RETRIED,)))
+
 
 def main(argv: list[str]) -> int:
     """`python -m demos.orders.load [small|full] [assembly]`: each scenario in both readings, a JSON row each."""
     quiet_logs()
-    scenarios = FULL if argv[:1] == ["full"] else SMALL
+    scenarios = FULL + LIMITS_FULL if argv[:1] == ["full"] else SMALL + LIMITS_SMALL
     assembly = Path(argv[1]) if len(argv) > 1 else Path("cdk.out")
     for scenario in scenarios:
-        for reading in ThrottleReading:
+        for reading in scenario.readings:
             print(json.dumps(row(run(assembly, scenario, reading))), flush=True)
     return 0
 

@@ -61,6 +61,18 @@ def test_errors_alternating_between_retriers_can_spend_every_one_of_them() -> No
     assert longest_run(flow({"A": task(retry=retry, End=True)}), {}).seconds == 4 * 10 + 1 + 5 + 5
 
 
+def test_attempts_lambda_refused_at_once_add_their_waits_not_their_limit() -> None:
+    # A throttled invocation (429) is refused before the function runs: its retrier's attempts end at once.
+    retry = [{"ErrorEquals": ["X"], "IntervalSeconds": 1, "MaxAttempts": 1},
+             {"ErrorEquals": ["Lambda.TooManyRequestsException"], "IntervalSeconds": 5, "MaxAttempts": 2,
+              "BackoffRate": 1.0}]
+    # 1 + 1 attempts to their limit; waits 1, then 5 and 5
+    assert longest_run(flow({"A": task(retry=retry, End=True)}), {}).seconds == 2 * 10 + 1 + 5 + 5
+    # A retrier that names the throttle beside an error whose attempt can run to its limit counts in full.
+    retry[1]["ErrorEquals"] = ["Lambda.TooManyRequestsException", "Y"]
+    assert longest_run(flow({"A": task(retry=retry, End=True)}), {}).seconds == 4 * 10 + 1 + 5 + 5
+
+
 def test_the_longest_way_is_taken_through_catch_and_choice() -> None:
     states = {
         "A": task(timeout=5, Next="Fast", Catch=[{"ErrorEquals": ["States.ALL"], "Next": "Decide"}]),

@@ -8,16 +8,20 @@ from typing import Any
 
 import pytest
 
+from fire_and_forget.construct.longest_run import retry_waits_seconds
+from fire_and_forget.construct.request_response import REQUEST_RESPONSE
 from fire_and_forget.construct.workflow import TAIL_FILE
+from fire_and_forget.construct.workflow import render_definition as render_workflow
+from stacks.catalog.stack import ASL_FILE as CATALOG_ASL
 from stacks.config import AppConfig, RetryConfig
 from stacks.orders.stack import ASL_FILE, render_definition
 from tests.support.template import one, ref_or_att
 
 BUSINESS_ERRORS = {"InvalidOrder", "OutOfStock", "PaymentDeclined", "ShippingUnavailable", "DuplicateDelivery",
                    "DuplicateOrder", "OrderConflict"}
+LAMBDA_THROTTLE = "Lambda.TooManyRequestsException"
 LAMBDA_TRANSIENT = {
-    "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException", "TransientError",
+    "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException", "TransientError",
     # A function timeout under both its names: Step Functions' error-handling page says Lambda.Unknown
     # (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html), the Lambda runtime
     # reports Sandbox.Timedout (https://docs.aws.amazon.com/lambda/latest/dg/invocation-retries.html).
@@ -84,13 +88,37 @@ def test_happy_path_is_exactly_the_three_business_steps(states: dict[str, Any]) 
 
 @pytest.mark.parametrize("name", [*STEPS, *COMPENSATIONS])
 def test_lambda_tasks_retry_only_transient_errors_with_capped_full_jitter(states: dict[str, Any], name: str) -> None:
-    (retrier,) = states[name]["Retry"]
-    assert set(retrier["ErrorEquals"]) >= LAMBDA_TRANSIENT
-    assert not BUSINESS_ERRORS & set(retrier["ErrorEquals"])
-    assert "States.ALL" not in retrier["ErrorEquals"] and "States.TaskFailed" not in retrier["ErrorEquals"]
-    assert retrier["BackoffRate"] > 1
-    assert retrier["JitterStrategy"] == "FULL"
-    assert retrier["MaxDelaySeconds"] >= retrier["IntervalSeconds"]
+    transient, throttle = states[name]["Retry"]
+    assert set(transient["ErrorEquals"]) >= LAMBDA_TRANSIENT and throttle["ErrorEquals"] == [LAMBDA_THROTTLE]
+    for retrier in (transient, throttle):
+        assert not BUSINESS_ERRORS & set(retrier["ErrorEquals"])
+        assert "States.ALL" not in retrier["ErrorEquals"] and "States.TaskFailed" not in retrier["ErrorEquals"]
+        assert retrier["BackoffRate"] > 1
+        assert retrier["JitterStrategy"] == "FULL"
+        assert retrier["MaxDelaySeconds"] >= retrier["IntervalSeconds"]
+
+
+@pytest.mark.parametrize("name", [*STEPS, *COMPENSATIONS])
+def test_a_lambda_throttle_is_waited_out_longer_than_other_transient_errors(states: dict[str, Any], name: str) -> None:
+    # A throttle says the function did not run: the concurrency was used up. Only the throttle's own retrier names
+    # it (Step Functions takes the first retrier that names an error), with more attempts and a longer cap, so a
+    # burst that exhausts Lambda's concurrency is waited out (tests/workflow/test_limits_under_load.py).
+    transient, throttle = states[name]["Retry"]
+    assert LAMBDA_THROTTLE not in transient["ErrorEquals"]
+    assert throttle["MaxAttempts"] > transient["MaxAttempts"]
+    assert retry_waits_seconds([throttle]) > 2 * retry_waits_seconds([transient])  # 210 s against 60 s (90 s)
+
+
+def test_throttles_share_the_transient_retrier_when_their_own_is_turned_off_or_the_mode_is_request_response() -> None:
+    shared = render_definition(AppConfig(retry=RetryConfig(throttle_max_attempts=0)))["States"]
+    (retrier,) = shared["ChargePayment"]["Retry"]
+    assert LAMBDA_THROTTLE in retrier["ErrorEquals"]
+    # In REQUEST_RESPONSE the source queue waits out a throttle (the message goes back), and a longer retrier would
+    # outlast the Express workflow's five minutes.
+    express = render_workflow(CATALOG_ASL, AppConfig(), compensations=(), claims_delivery="IndexProduct",
+                              invocation_type=REQUEST_RESPONSE)["States"]
+    (retrier,) = express["IndexProduct"]["Retry"]
+    assert LAMBDA_THROTTLE in retrier["ErrorEquals"]
 
 
 def test_compensations_retry_harder_than_steps(states: dict[str, Any]) -> None:

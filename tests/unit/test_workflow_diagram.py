@@ -84,9 +84,11 @@ def test_retry_policies_are_noted_on_their_states(definition: dict[str, Any], do
         # One line per retrier, under the name (which may say Retry too: FailureRecordedForRetry).
         notes = labels[name].split("\\n")[1:]
         assert sum("etry" in line for line in notes) == len(state.get("Retry", [])), name
-    (retrier,) = definition["States"]["RefundPayment"]["Retry"]
+    retrier, throttle = definition["States"]["RefundPayment"]["Retry"]
     others = len(retrier["ErrorEquals"]) - 1
     assert f"Retry TransientError +{others} more: 6x, 2s x2.0 <=30s jitter" in labels["RefundPayment"]
+    assert throttle["ErrorEquals"] == ["Lambda.TooManyRequestsException"]
+    assert "Retry Lambda.TooManyRequestsException: 10x, 2s x2.0 <=30s jitter" in labels["RefundPayment"]
 
 
 def test_a_choice_with_default_and_a_parallel_branch_are_drawn_too() -> None:

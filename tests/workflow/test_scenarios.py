@@ -25,6 +25,7 @@ from fire_and_forget.rehearsal.accounting import Place, account, advance_past_re
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
 from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
 
+THROTTLE_ATTEMPTS = 10  # ff:retry throttleMaxAttempts in cdk.json: the throttle retrier's retries
 HAPPY = ["ReserveInventory", "ChargePayment", "ArrangeShipping"]
 # A failure that needs a person is recorded and announced; one the automatic redrive will retry is only recorded.
 TAIL = ["ClaimFailure", "HandleFailure", "AnnounceUnlessRetried", "FormatFailureAlert", "NotifyFailure",
@@ -120,7 +121,8 @@ def test_retries_exhausted_run_the_compensations_in_reverse(aws: Rehearsal, step
     done = HAPPY[: HAPPY.index(step) + 1]
     assert execution.states == [*done, f"{step}Failed", *compensations, *TAIL_WAITING]
     assert execution.error == "FailureRecorded"
-    assert len([w for w in aws.clock.for_execution(execution.arn) if w.state == step]) == 4
+    # Throttles have their own retrier: ff:retry throttleMaxAttempts (cdk.json), after which the step gives up.
+    assert len([w for w in aws.clock.for_execution(execution.arn) if w.state == step]) == THROTTLE_ATTEMPTS
     record = failure_record(aws)
     assert record["failure"]["state"] == step
     assert record["failure"]["error"] == "Lambda.TooManyRequestsException"

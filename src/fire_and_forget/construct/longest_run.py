@@ -11,9 +11,11 @@ The bound follows every path from StartAt to an end and takes the longest, count
   TimeoutSeconds, or, for a Lambda task without one, the function's own timeout (Lambda stops the invocation); a
   Task with neither is unbounded (Step Functions' default Task timeout is 99,999,999 s: state-task.html,
   sfn-stuck-execution.html). Each retrier keeps its own count, so errors that alternate between retriers can spend
-  all of them: 1 + the sum of every retrier's MaxAttempts attempts. A retrier's n-th wait is IntervalSeconds x
-  BackoffRate^(n-1), capped by MaxDelaySeconds; FULL jitter only shortens it (defaults 1 s, 3 attempts, rate 2.0:
-  concepts-error-handling.html);
+  all of them: 1 + the sum of every retrier's MaxAttempts attempts. The exception is a retrier that names only
+  refusals (REFUSED_BEFORE_RUNNING: Lambda's throttle, 429, returned at once without running the function:
+  lambda-concurrency.html): an attempt it retries ended at once, so its attempts add their waits, not their limit.
+  A retrier's n-th wait is IntervalSeconds x BackoffRate^(n-1), capped by MaxDelaySeconds; FULL jitter only
+  shortens it (defaults 1 s, 3 attempts, rate 2.0: concepts-error-handling.html);
 - a Parallel state: its longest branch, per attempt, with its own Retry; a Wait state: its Seconds;
 - a Map state, a Wait on a path or a timestamp, a TimeoutSecondsPath, and a cycle: unbounded (nothing in the
   definition bounds them);
@@ -31,6 +33,8 @@ from typing import Any
 DEFAULT_INTERVAL_SECONDS = 1
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_BACKOFF_RATE = 2.0
+# Errors of a call refused before the work ran, at once: an attempt that ends in one takes no time to speak of.
+REFUSED_BEFORE_RUNNING = frozenset({"Lambda.TooManyRequestsException"})
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,10 @@ def retry_waits_seconds(retriers: list[dict[str, Any]]) -> float:
 
 
 def attempts(retriers: list[dict[str, Any]]) -> int:
-    """The first attempt and every retry of every retrier."""
-    return 1 + sum(int(retrier.get("MaxAttempts", DEFAULT_MAX_ATTEMPTS)) for retrier in retriers)
+    """The first attempt and every retry of every retrier that can follow an attempt that ran to its limit (a
+    retrier of refusals only retries attempts that ended at once)."""
+    return 1 + sum(int(retrier.get("MaxAttempts", DEFAULT_MAX_ATTEMPTS)) for retrier in retriers
+                   if not set(retrier.get("ErrorEquals", [])) <= REFUSED_BEFORE_RUNNING)
 
 
 def longest_run(definition: Mapping[str, Any], function_timeouts: Mapping[str, int]) -> LongestRun:

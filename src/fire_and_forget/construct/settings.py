@@ -44,6 +44,12 @@ class RetryConfig(_Model):
     backoff_rate: float = Field(default=2.0, ge=1.0, le=5.0)
     max_delay_seconds: int = Field(default=30, ge=1, le=900)
     compensation_max_attempts: int = Field(default=6, ge=1, le=10)
+    # Lambda's throttle (429 TooManyRequestsException: the concurrency is used up) says the function did not run. A
+    # FIRE_AND_FORGET workflow retries it with a retrier of its own, longer than other transient errors, so that a
+    # burst that exhausts Lambda's concurrency is waited out, its compensations included, rather than failed (0:
+    # throttles share the transient-error retrier). REQUEST_RESPONSE leaves the waiting to the source queue.
+    throttle_max_attempts: int = Field(default=10, ge=0, le=20)
+    throttle_max_delay_seconds: int = Field(default=30, ge=1, le=900)
 
 
 class AlarmConfig(_Model):

@@ -51,6 +51,7 @@ LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 # A Task that invokes a function with its task token and waits for SendTask* (fire_and_forget.construct.callbacks).
 LAMBDA_CALLBACK = LAMBDA_INVOKE + ".waitForTaskToken"
 TRANSIENT_ERROR = "TransientError"
+LAMBDA_THROTTLE = "Lambda.TooManyRequestsException"
 # Plain strings (the state names), so that messages quote them as a reader writes them.
 FAILURE_ENTRY = str(TailState.CLAIM_FAILURE)
 DUPLICATE_DELIVERY_END = str(TailState.DUPLICATE_DELIVERY_IGNORED)
@@ -195,7 +196,8 @@ def render_definition(definition_file: Path, settings: PipelineSettings, *, comp
         except ValueError as error:
             raise WiringError(f"{definition_file}: {error}") from error
     apply_settings(definition, settings, compensations, timeout_seconds=workflow_timeout_seconds(settings,
-                                                                                                 invocation_type))
+                                                                                                 invocation_type),
+                   throttles_apart=invocation_type != REQUEST_RESPONSE)
     check_wiring(definition, claims_delivery=claims_delivery, source=str(definition_file))
     if invocation_type == REQUEST_RESPONSE:
         rendered = with_returned_tail(definition, source=str(definition_file))
@@ -205,7 +207,7 @@ def render_definition(definition_file: Path, settings: PipelineSettings, *, comp
 
 
 def apply_settings(definition: dict[str, Any], settings: PipelineSettings, compensations: tuple[str, ...], *,
-                   timeout_seconds: int | None = None) -> None:
+                   timeout_seconds: int | None = None, throttles_apart: bool = False) -> None:
     """Write the deployment's timeouts and transient-error backoff into every Lambda task.
 
     Numbers cannot be CloudFormation substitutions (those are strings), so the file holds the defaults and this
@@ -213,6 +215,11 @@ def apply_settings(definition: dict[str, Any], settings: PipelineSettings, compe
     keeps its own TimeoutSeconds and HeartbeatSeconds: how long the party doing the work may take). The workflow's
     TimeoutSeconds is `timeout_seconds` (the mode's: request_response.workflow_timeout_seconds), by default the
     Standard workflow's `execution_timeout_minutes`.
+
+    With `throttles_apart` (FIRE_AND_FORGET) and `retry.throttleMaxAttempts` above 0, Lambda's throttle leaves the
+    transient-error retrier for a retrier of its own after it: `throttleMaxAttempts` attempts, backoff capped at
+    `throttleMaxDelaySeconds`, the same interval, rate and FULL jitter (Step Functions takes the first retrier whose
+    ErrorEquals names the error, and now only one does).
     """
     definition["TimeoutSeconds"] = settings.execution_timeout_minutes * 60 if timeout_seconds is None \
         else timeout_seconds
@@ -221,16 +228,28 @@ def apply_settings(definition: dict[str, Any], settings: PipelineSettings, compe
             continue
         if state["Resource"] == LAMBDA_INVOKE:  # a callback's TimeoutSeconds is how long the other party may take
             state["TimeoutSeconds"] = settings.task_timeout_seconds
-        for retrier in state.get("Retry", []):
-            if TRANSIENT_ERROR in retrier["ErrorEquals"]:
-                retrier.update(
-                    IntervalSeconds=settings.retry.interval_seconds,
-                    MaxAttempts=settings.retry.compensation_max_attempts if name in compensations
-                    else settings.retry.max_attempts,
-                    BackoffRate=settings.retry.backoff_rate,
-                    MaxDelaySeconds=settings.retry.max_delay_seconds,
-                    JitterStrategy="FULL",
-                )
+        retriers = state.get("Retry", [])
+        for position, retrier in enumerate(list(retriers)):
+            if TRANSIENT_ERROR not in retrier["ErrorEquals"]:
+                continue
+            retrier.update(
+                IntervalSeconds=settings.retry.interval_seconds,
+                MaxAttempts=settings.retry.compensation_max_attempts if name in compensations
+                else settings.retry.max_attempts,
+                BackoffRate=settings.retry.backoff_rate,
+                MaxDelaySeconds=settings.retry.max_delay_seconds,
+                JitterStrategy="FULL",
+            )
+            if throttles_apart and settings.retry.throttle_max_attempts and LAMBDA_THROTTLE in retrier["ErrorEquals"]:
+                retrier["ErrorEquals"] = [error for error in retrier["ErrorEquals"] if error != LAMBDA_THROTTLE]
+                retriers.insert(position + 1, {
+                    "ErrorEquals": [LAMBDA_THROTTLE],
+                    "IntervalSeconds": settings.retry.interval_seconds,
+                    "MaxAttempts": settings.retry.throttle_max_attempts,
+                    "BackoffRate": settings.retry.backoff_rate,
+                    "MaxDelaySeconds": settings.retry.throttle_max_delay_seconds,
+                    "JitterStrategy": "FULL",
+                })
 
 
 @cache

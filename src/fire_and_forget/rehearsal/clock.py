@@ -1,4 +1,5 @@
-"""The rehearsal's time: one virtual clock for the whole process, and Retry back-off waits recorded, not slept.
+"""The rehearsal's time: one virtual clock for the whole process, and Retry back-off waits recorded (not slept, or,
+where a rehearsal models Lambda's concurrency, waited out on the clock).
 
 `VirtualClock` starts at the real UTC time (whole seconds) and moves only when told to. Once installed, every wall-clock
 read in the process returns it (time.time, datetime.now, through time-machine): moto's timestamps (startDate, stopDate,
@@ -6,7 +7,9 @@ history events, SQS SentTimestamp and visibility), the handlers' and the healing
 timestamps. Waits that AWS bounds by time are measured on it (`wait_for`): a Task's and an execution's TimeoutSeconds
 (fire_and_forget/rehearsal/interpreter_time.py) and a held Lambda invocation's function timeout
 (fire_and_forget/rehearsal/lambda_runtime.py). So work never makes time pass: a slow or loaded machine trips no timeout,
-and a timeout happens exactly when the rehearsal moves the clock past it, deadline by deadline.
+and a timeout happens exactly when the rehearsal moves the clock past it, deadline by deadline. Work is given a
+duration only where a rehearsal asks (`Rehearsal(lambda_concurrency=..., invocation_seconds=...)`): an invocation
+then ends that long after it started, on the clock, whatever the machine.
 """
 
 from __future__ import annotations
@@ -61,9 +64,12 @@ class _JitterDraws:
 
 
 class RetryClock:
-    """Stands in for the `time` module inside the interpreter's retrier, so Retry waits take no time."""
+    """Stands in for the `time` module inside the interpreter's retrier: a Retry wait is recorded and takes no time,
+    or, with `on_clock` set, is waited out on that clock (where time decides what a retry finds: a concurrency slot
+    freed, another transaction on the item ended)."""
 
     def __init__(self) -> None:
+        self.on_clock: VirtualClock | None = None
         self.waits: list[RetryWait] = []
         self._lock = threading.Lock()
         self._original: ModuleType | None = None
@@ -80,6 +86,8 @@ class RetryClock:
         self._draws.ceilings.last = None  # one draw per wait: a Retry without jitter must not inherit it
         with self._lock:
             self.waits.append(RetryWait(execution, state, float(seconds), ceiling))
+        if self.on_clock is not None and seconds > 0:
+            self.on_clock.wait_for(lambda: False, float(seconds))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(time, name)

@@ -93,6 +93,11 @@ class InterpreterTime:
             setattr(module, name, original)
         self._originals.clear()
 
+    def owns(self, thread: threading.Thread) -> bool:
+        """True for a thread of the interpreter's (an execution's or a Task attempt's), which may wait on the clock."""
+        with self._lock:
+            return thread in self._threads
+
     def quiet(self) -> bool:
         """True when every live interpreter thread waits on the clock for something not yet due."""
         with self._lock:

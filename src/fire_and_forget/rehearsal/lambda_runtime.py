@@ -12,9 +12,11 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from moto.core.exceptions import JsonRESTError
 from fire_and_forget.rehearsal import function_output
 from fire_and_forget.rehearsal.clock import VirtualClock
 from fire_and_forget.rehearsal.faults import FaultKind, FaultPlan
+from fire_and_forget.rehearsal.quotas import Slots
 
 PATTERN_PACKAGE = "fire_and_forget"
 # The parts of the package that are function code (handlers with module state), not shared libraries.
@@ -35,11 +38,13 @@ TIMED_OUT_ERROR = "Sandbox.Timedout"
 
 @dataclass(frozen=True)
 class Invocation:
-    """One invocation as the function saw it: which task, the outcome, and the error type if any."""
+    """One invocation as the function saw it: which task, the outcome, the error type if any, and when it started on
+    the rehearsal's clock (None without one)."""
 
     task: str
     error_type: str | None
     duration_ms: float
+    started_at: datetime | None = None
 
 
 class _LambdaServiceError(JsonRESTError):
@@ -69,7 +74,8 @@ class LambdaRuntime:
     """Replaces moto's echoing Lambda backend with one that runs the handler named by `Handler`."""
 
     def __init__(self, assets: dict[str, Path], task_names: dict[str, str], faults: FaultPlan,
-                 clock: VirtualClock | None = None) -> None:
+                 clock: VirtualClock | None = None, slots: Slots | None = None,
+                 waits_here: Callable[[], bool] = lambda: False) -> None:
         # S3 object key of a code asset -> its directory in cdk.out, absolute: a function's modules are told apart by
         # the directory their (absolute) __file__ is in, and a relative one would make every invocation a cold start.
         self._assets = {key: directory.resolve() for key, directory in assets.items()}
@@ -77,10 +83,18 @@ class LambdaRuntime:
         self._faults = faults
         # The clock a held invocation's function timeout runs on; without one, it is held until released.
         self._clock = clock
+        # The account's concurrency (quotas.py; None: unlimited, and an invocation takes no time on the clock). With
+        # it, each invocation holds a slot for `slots.seconds` of the clock, and a caller that `waits_here` (an
+        # execution's Task, on an interpreter thread) gets its answer at the end of that time; the rehearsal's own
+        # callers (event source mappings, schedules) go on at once while the slot stays held.
+        self.slots = slots
+        self._waits_here = waits_here
+        self.throttled: Counter[str] = Counter()  # task -> invocations refused because every slot was held
+        self._serial = 0  # counts invocations, so that a handler's calls can tell which invocation made them
         self._lock = threading.RLock()  # one invocation at a time: handlers read their settings from os.environ
         self._original_invoke: Any = None
         self.invocations: list[Invocation] = []
-        self._invoking: tuple[str, int] | None = None  # the task whose handler runs now, and its thread
+        self._invoking: tuple[str, int, int] | None = None  # the task whose handler runs now, its thread, its serial
         self.hanging = threading.Event()  # set while an invocation is held by a HANG fault
         self.hung = 0  # how many invocations a HANG fault has held so far
         self.held_finished = 0  # how many of them have ended: run after their release, or timed out
@@ -124,7 +138,19 @@ class LambdaRuntime:
             raise _LambdaServiceError("TooManyRequestsException", 429, "Rate exceeded (injected)")
         if fault is FaultKind.HANG:
             return self._held(function, task, event, response_headers)
-        return self._run(function, task, event, fault, response_headers)
+        clock, slots = self._clock, self.slots
+        started_at = clock.now() if clock is not None else None
+        if clock is None or slots is None:
+            return self._run(function, task, event, fault, response_headers, started_at)
+        if not slots.take(clock.now()):
+            self.throttled[task] += 1
+            raise _LambdaServiceError("TooManyRequestsException", 429,
+                                      "Rate Exceeded. Reason: ConcurrentInvocationLimitExceeded")
+        try:
+            return self._run(function, task, event, fault, response_headers, started_at)
+        finally:
+            if self._waits_here():  # the answer comes at the end of the invocation's duration
+                clock.wait_for(lambda: False, slots.seconds)
 
     def _held(self, function: Any, task: str, event: Any, response_headers: dict[str, str]) -> bytes:
         """A slow invocation: held until released, then it runs (and commits) normally, like a function the
@@ -159,12 +185,12 @@ class LambdaRuntime:
                 raise TimeoutError(f"{self.hung - self.held_finished} held invocations still running")
 
     def _run(self, function: Any, task: str, event: Any, fault: FaultKind | None,
-             response_headers: dict[str, str]) -> bytes:
+             response_headers: dict[str, str], started_at: datetime | None = None) -> bytes:
         if fault in (FaultKind.TIMEOUT, FaultKind.CRASH):
             error_type = "Lambda.Unknown" if fault is FaultKind.TIMEOUT else "Runtime.ExitError"
             message = (f"Task timed out after {float(function.timeout):.2f} seconds (injected)"
                        if fault is not FaultKind.CRASH else "Runtime exited with error: exit status 1 (injected)")
-            self.invocations.append(Invocation(task, error_type, 0.0))
+            self.invocations.append(Invocation(task, error_type, 0.0, started_at))
             return self._error(response_headers, error_type, message, [])
         with self._in_function(function, task):
             started = time.perf_counter()
@@ -172,10 +198,10 @@ class LambdaRuntime:
                 result = self._handler(function)(event, _Context(function))
             except Exception as error:  # the runtime reports every exception as an unhandled function error
                 elapsed = (time.perf_counter() - started) * 1000
-                self.invocations.append(Invocation(task, type(error).__name__, elapsed))
+                self.invocations.append(Invocation(task, type(error).__name__, elapsed, started_at))
                 frames = traceback.format_exception(error)
                 return self._error(response_headers, type(error).__name__, str(error), frames)
-            self.invocations.append(Invocation(task, None, (time.perf_counter() - started) * 1000))
+            self.invocations.append(Invocation(task, None, (time.perf_counter() - started) * 1000, started_at))
         return json.dumps(result).encode("utf-8")
 
     def call(self, function: Any, event: Any) -> Any:
@@ -210,9 +236,16 @@ class LambdaRuntime:
         running = self._invoking
         return running[0] if running and running[1] == threading.get_ident() else None
 
+    def invocation(self) -> int | None:
+        """Which invocation (a serial number) is making the calling thread's request, if a handler is: tells apart
+        the calls of two invocations (fire_and_forget/rehearsal/transactions.py, ItemContention)."""
+        running = self._invoking
+        return running[2] if running and running[1] == threading.get_ident() else None
+
     @contextmanager
     def _running(self, task: str) -> Iterator[None]:
-        self._invoking = (task, threading.get_ident())
+        self._serial += 1
+        self._invoking = (task, threading.get_ident(), self._serial)
         try:
             yield
         finally:

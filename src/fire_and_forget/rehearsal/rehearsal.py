@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,7 +39,7 @@ from fire_and_forget.rehearsal.interpreter_time import InterpreterTime
 from fire_and_forget.rehearsal.lambda_runtime import LambdaRuntime
 from fire_and_forget.rehearsal.metrics import ServiceMetrics
 from fire_and_forget.rehearsal.pipe import PipeDefinition, PipeEmulator, ThrottleReading
-from fire_and_forget.rehearsal.quotas import Quota, TokenBucket
+from fire_and_forget.rehearsal.quotas import Concurrency, Quota, Slots, TokenBucket
 from fire_and_forget.rehearsal.schedules import Firing, Scheduler, read_schedules
 from fire_and_forget.rehearsal.services import install_service_faults
 from fire_and_forget.rehearsal.sfn_responses import (
@@ -94,7 +95,9 @@ class Rehearsal:
 
     def __init__(self, assembly: CloudAssembly, region: str = "us-east-1",
                  execution_timeout_seconds: int | None = None, reuse_deployment: bool = True,
-                 start_quota: Quota | None = None, throttle_reading: ThrottleReading = ThrottleReading.COUNTED) -> None:
+                 start_quota: Quota | None = None, throttle_reading: ThrottleReading = ThrottleReading.COUNTED,
+                 lambda_concurrency: Concurrency | None = None, invocation_seconds: float = 0.0,
+                 transaction_seconds: float = 0.0, partition_writes: Quota | None = None) -> None:
         self.assembly = assembly
         self.region = region
         self._execution_timeout = execution_timeout_seconds
@@ -105,6 +108,19 @@ class Rehearsal:
         # start is to the pipe (pipe.py, ThrottleReading).
         self._start_quota = start_quota
         self._throttle_reading = throttle_reading
+        # Work that takes time (quotas.py, transactions.py): with `lambda_concurrency`, each invocation holds one of
+        # its slots for `invocation_seconds` of the clock, a Retry wait is waited out on the clock, and with
+        # `transaction_seconds` an invocation's TransactWriteItems holds its items that long. None and 0: work
+        # takes no time on the clock and Retry waits are compressed to nothing. With `partition_writes`, an
+        # invocation's transactions draw each item's write units from a partition's bucket of that shape.
+        if (transaction_seconds or partition_writes) and not lambda_concurrency:
+            raise ValueError("transactions take time and write units refill only where invocations take time: give a "
+                             "lambda_concurrency")
+        if transaction_seconds > invocation_seconds:
+            raise ValueError("a transaction ends within its invocation: transaction_seconds <= invocation_seconds")
+        self._slots = Slots(lambda_concurrency, invocation_seconds) if lambda_concurrency is not None else None
+        self._transaction_seconds = transaction_seconds
+        self._partition_writes = partition_writes
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True},
                                       "lambda": {"use_docker": False}})
         # The one clock of the process while the rehearsal is open: the real UTC time at deployment, moved only by
@@ -161,7 +177,12 @@ class Rehearsal:
             self._uninstall_stop_dates = install_stop_dates()
             self._uninstall_history_cache = install_history_cache()
             self._uninstall_capacity = self.capacity.install()
-            self._uninstall_transactions = transactions.install()
+            self.contention = (transactions.ItemContention(self._transaction_seconds, self.virtual_clock.now,
+                                                           self._invocation, self._partition_writes)
+                               if self._transaction_seconds or self._partition_writes else None)
+            self._uninstall_transactions = transactions.install(self.contention)
+            if self._slots is not None:
+                self.clock.on_clock = self.virtual_clock
             self._uninstall_task_tokens = task_tokens.install()
             self._uninstall_dispatch = moto_dispatch.install()
             self.stack = snapshot.deploy_once(self.assembly, self.region, deploy, reuse=self._reuse_deployment)
@@ -173,7 +194,8 @@ class Rehearsal:
             self.cloudwatch: Any = client_cache.client("cloudwatch", self.region)
             task_names, queue_urls = self._task_names(), self._queue_urls()
             self.runtime = LambdaRuntime(asset_directories(self.assembly), task_names, self.faults,
-                                         clock=self.virtual_clock)
+                                         clock=self.virtual_clock, slots=self._slots,
+                                         waits_here=lambda: self.interpreter_time.owns(threading.current_thread()))
             self.runtime.install()
             self._uninstall_service_faults = install_service_faults(self.faults, self.outputs, ACCOUNT, self.region)
             self._uninstall_client_cache = client_cache.install()
@@ -222,6 +244,10 @@ class Rehearsal:
         self.interpreter_time.uninstall()
         self.virtual_clock.uninstall()
         self._mock.stop()
+
+    def _invocation(self) -> int | None:
+        runtime = getattr(self, "runtime", None)
+        return runtime.invocation() if runtime is not None else None
 
     @property
     def outputs(self) -> dict[str, str]:

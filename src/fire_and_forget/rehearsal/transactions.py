@@ -7,6 +7,20 @@ actions name (Put, Update, Delete and ConditionCheck each name one key), so a co
 it. Here each is copied before moto runs the transaction, moto's own whole-table copies are skipped for the calling
 thread, and the items are put back if the transaction fails, so its tables are what they were before it, as with
 moto's copies (tests/unit/test_transaction_rollback.py runs the same transactions through both and compares).
+
+moto runs one call at a time, so two transactions on one item never meet. In DynamoDB they do: a TransactWriteItems
+that names an item another transaction is working on is cancelled with the reason TransactionConflict for that item
+(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html, "Transaction conflict
+handling in DynamoDB"). `ItemContention` gives each transaction a duration on the rehearsal's clock: one made by a
+function's invocation holds every item it names for `seconds`, and another invocation's transaction on one of them
+within that time is cancelled so. With `partition_writes`, each item's writes also draw from the bucket a partition
+serves (quotas.partition_write_quota: a hot key's writes all go to one partition), two write units per item and
+transaction (a transactional write prepares and commits the item: transaction-apis.html, "Capacity management for
+transactions"; the items here are under 1 KB); a transaction that finds an item's bucket short is cancelled with the
+reason ThrottlingError for it (the TransactionCanceledException API reference: on-demand throughput exceeded, "check
+if you have a hot key"; ProvisionedThroughputExceeded is the provisioned tables' reason, and the handlers read both
+as transient). Only the transactions of invocations are held, counted and refused; a test's or the rehearsal's own
+writes pass.
 """
 
 from __future__ import annotations
@@ -16,14 +30,82 @@ import threading
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import moto.dynamodb.models as dynamodb_models
+from moto.dynamodb.exceptions import TransactionCanceledException
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
 
+from fire_and_forget.rehearsal.quotas import Quota, TokenBucket
+
 _skipping = threading.local()  # set while this thread runs a transaction whose items are copied here
+CONFLICT_MESSAGE = "Transaction is ongoing for the item"
+THROTTLED_MESSAGE = "Throughput exceeds the current capacity of your table or index: check if you have a hot key"
+TRANSACTIONAL_WRITE_UNITS = 2  # per item under 1 KB
+
+_ItemKey = tuple[str, Any, Any]  # table name, hash key, range key (None without one)
+
+
+class ItemContention:
+    """Transactions with a duration on the clock: an invocation's transaction holds the items it names for
+    `seconds` from `now()`; another invocation's transaction naming one of them meanwhile is cancelled with
+    TransactionConflict on it. With `partition_writes`, each item's writes draw from a bucket of that shape, and a
+    transaction an item's bucket cannot serve is cancelled with ThrottlingError on it. `owner()` says which
+    invocation makes the calling thread's request (None: none)."""
+
+    def __init__(self, seconds: float, now: Callable[[], datetime], owner: Callable[[], int | None],
+                 partition_writes: Quota | None = None) -> None:
+        if seconds < 0 or (seconds == 0 and partition_writes is None):
+            raise ValueError("a transaction that takes no time conflicts with nothing: give it a duration")
+        self.seconds = seconds
+        self._now = now
+        self._owner = owner
+        self._partition_writes = partition_writes
+        self._held: dict[_ItemKey, tuple[datetime, int]] = {}  # item -> held until, by which invocation
+        self._buckets: dict[_ItemKey, TokenBucket] = {}  # item -> the write units its partition has left
+        self._lock = threading.Lock()
+        self.conflicts = 0  # transactions cancelled for TransactionConflict
+        self.throttled = 0  # transactions cancelled for ThrottlingError
+
+    def begin(self, keys: list[_ItemKey | None]) -> None:
+        """Before a transaction runs: refuse it if another invocation holds one of its items, else hold them all."""
+        owner = self._owner()
+        if owner is None:
+            return
+        now = self._now()
+        with self._lock:
+            busy = [key is not None and self._busy(key, now, owner) for key in keys]
+            if any(busy):
+                self.conflicts += 1
+                raise TransactionCanceledException(
+                    [("TransactionConflict", CONFLICT_MESSAGE, None) if b else (None, None, None) for b in busy])
+            short = [key is not None and self._short(key, now) for key in keys]
+            if any(short):
+                self.throttled += 1
+                raise TransactionCanceledException(
+                    [("ThrottlingError", THROTTLED_MESSAGE, None) if s else (None, None, None) for s in short])
+            until = now + timedelta(seconds=self.seconds)
+            for key in keys:
+                if key is None:
+                    continue
+                if self.seconds:
+                    self._held[key] = (until, owner)
+                if key in self._buckets:
+                    self._buckets[key].take(now, TRANSACTIONAL_WRITE_UNITS)
+
+    def _short(self, key: _ItemKey, now: datetime) -> bool:
+        """Whether the item's partition lacks the write units of one transactional write now."""
+        if self._partition_writes is None:
+            return False
+        bucket = self._buckets.setdefault(key, TokenBucket(self._partition_writes, now))
+        return bucket.tokens(now) < TRANSACTIONAL_WRITE_UNITS * (1 - 1e-9)
+
+    def _busy(self, key: _ItemKey, now: datetime, owner: int) -> bool:
+        held = self._held.get(key)
+        return held is not None and held[0] > now and held[1] != owner
 
 
 @dataclass
@@ -35,8 +117,9 @@ class _Saved:
     stream_length: int | None  # how many records the table's stream held, None without a stream
 
 
-def install() -> Callable[[], None]:
-    """Patch moto's DynamoDB backend; returns the undo function."""
+def install(contention: ItemContention | None = None) -> Callable[[], None]:
+    """Patch moto's DynamoDB backend (with `contention`, transactions meet on their items); returns the undo
+    function."""
     original = DynamoDBBackend.transact_write_items
     namespace = vars(dynamodb_models)  # the module's globals: its `copy` is what its functions call
     module_copy = namespace["copy"]
@@ -50,6 +133,8 @@ def install() -> Callable[[], None]:
     shim.deepcopy = deepcopy
 
     def transact_write_items(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+        if contention is not None:
+            contention.begin([_key(backend, action) for action in transact_items])
         saved = _save(backend, transact_items)
         _skipping.active = True
         try:
@@ -70,26 +155,43 @@ def install() -> Callable[[], None]:
     return uninstall
 
 
+def _located(backend: DynamoDBBackend, action: Any) -> tuple[Table, DynamoType, DynamoType | None] | None:
+    """The table and key of the one item a transaction's action names; None where moto refuses the action before it
+    writes anything (no such table, no key)."""
+    if not isinstance(action, dict) or not action:
+        return None
+    op = next(iter(action.values()))
+    name = op.get("TableName") if isinstance(op, dict) else None
+    table = backend.tables.get(name) if isinstance(name, str) else None
+    if table is None:
+        return None
+    key = op.get("Item") if "Item" in op else op.get("Key")
+    if not isinstance(key, dict) or table.hash_key_attr not in key:
+        return None
+    range_key = None
+    if table.range_key_attr is not None:
+        if table.range_key_attr not in key:
+            return None
+        range_key = DynamoType(key[table.range_key_attr])
+    return table, DynamoType(key[table.hash_key_attr]), range_key
+
+
+def _key(backend: DynamoDBBackend, action: Any) -> _ItemKey | None:
+    located = _located(backend, action)
+    if located is None:
+        return None
+    table, hash_key, range_key = located
+    return table.name, hash_key, range_key
+
+
 def _save(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> list[_Saved]:
     """A copy of each item the actions name, as they list them (an action moto will refuse is saved as well)."""
     saved = []
     for action in transact_items:
-        if not isinstance(action, dict) or not action:
+        located = _located(backend, action)
+        if located is None:
             continue
-        op = next(iter(action.values()))
-        name = op.get("TableName") if isinstance(op, dict) else None
-        table = backend.tables.get(name) if isinstance(name, str) else None
-        if table is None:
-            continue
-        key = op.get("Item") if "Item" in op else op.get("Key")
-        if not isinstance(key, dict) or table.hash_key_attr not in key:
-            continue  # moto refuses the action before it writes anything
-        hash_key = DynamoType(key[table.hash_key_attr])
-        range_key = None
-        if table.range_key_attr is not None:
-            if table.range_key_attr not in key:
-                continue
-            range_key = DynamoType(key[table.range_key_attr])
+        table, hash_key, range_key = located
         shard = table.stream_shard
         saved.append(_Saved(table, hash_key, range_key, copy.deepcopy(table.get_item(hash_key, range_key)),
                             len(shard.items) if shard is not None else None))
