@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fire_and_forget.rehearsal.quotas import start_execution_quota
+
 SFN_QUOTAS = "https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html"
 PIPES_QUOTAS = "https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-quota.html"
 LARGE_REGIONS = "us-east-1, us-west-2, eu-west-1"
@@ -15,17 +17,20 @@ class RegionQuotas:
 
     regions: str
     start_execution_per_second: int
-    start_execution_burst: int | None  # None: not quoted here; read it on the page
+    start_execution_burst: int
     transitions_per_second: int
     transitions_burst: int
 
 
-# Standard workflows, per account and region, as the Step Functions quotas page (SFN_QUOTAS) gives them. The page
-# also says new accounts start with reduced state-transition quotas that AWS raises with usage.
-QUOTAS = (
-    RegionQuotas(LARGE_REGIONS, 300, 1_300, 1_500, 5_000),
-    RegionQuotas("other regions", 150, None, 1_500, 5_000),
-)
+def _region_class(regions: str, region: str) -> RegionQuotas:
+    start = start_execution_quota(region)
+    return RegionQuotas(regions, int(start.refill_per_second), int(start.bucket), 1_500, 5_000)
+
+
+# Standard workflows, per account and region, as the Step Functions quotas page (SFN_QUOTAS) gives them: StartExecution
+# from the rehearsal's own model of it (fire_and_forget.rehearsal.quotas), state transitions here. The page also says
+# new accounts start with reduced state-transition quotas that AWS raises with usage.
+QUOTAS = (_region_class(LARGE_REGIONS, "us-east-1"), _region_class("other regions", "ap-northeast-1"))
 PIPES_CONCURRENCY = 1_000  # concurrent pipe invocations per account
 
 

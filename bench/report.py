@@ -6,6 +6,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.capacity import (
+    FUNCTION_SECONDS,
+    INVOCATIONS_PER_ORDER,
+    LAMBDA_DEFAULT,
+    OVERLOAD,
+    REGIONS,
+    SCALE,
+    TRANSITIONS_PER_SECOND,
+    Capacity,
+    quoted,
+)
 from bench.ceiling import PIPES_CONCURRENCY, PIPES_QUOTAS, QUOTAS, SFN_QUOTAS, ceiling
 from bench.cli_startup import BUDGET_SECONDS as CLI_BUDGET_SECONDS
 from bench.cli_startup import Startup
@@ -45,6 +56,7 @@ class Run:
     idle: Idle | None = None
     modes: list[dict[str, Any]] | None = None  # demos/catalog/modes.py's results, FIRE_AND_FORGET first
     carrier: dict[str, CarrierPathResult] | None = None  # the callback step's paths (bench/paths.py)
+    capacity: Capacity | None = None  # what the quotas carry, run in the rehearsal (bench/capacity.py)
     seconds: float = 0.0
     commit_after: str = ""  # the checkout may move under a long run: say so
 
@@ -52,7 +64,7 @@ class Run:
 def render(run: Run) -> str:
     sections = [_header(run), _transitions(run), _cost(run), _callback(run), _modes(run), _idle(run), _coldstart(run),
                 _cli(run),
-                _synth(run), _throughput(run), _overhead(run), _ceiling(run)]
+                _synth(run), _throughput(run), _overhead(run), _ceiling(run), _capacity(run)]
     return "\n\n".join(sections) + "\n"
 
 
@@ -445,7 +457,7 @@ def _ceiling(run: Run) -> str:
                                              ("demo mix", run.mix.transitions_per_message,
                                               run.mix.executions_per_message)):
             c = ceiling(quotas, per_order, executions)
-            burst = f"burst {quotas.start_execution_burst:,}" if quotas.start_execution_burst else "burst: see page"
+            burst = f"burst {quotas.start_execution_burst:,}"
             rows.append([quotas.regions, label, f"{quotas.start_execution_per_second} ({burst})",
                          f"{quotas.transitions_per_second:,} (burst {quotas.transitions_burst:,})",
                          f"{per_order:.2f}", f"{c.by_start:,.0f}", f"{c.by_transitions:,.0f}",
@@ -473,4 +485,47 @@ def _ceiling(run: Run) -> str:
         "Above the ceiling orders wait rather than vanish: the pipe deletes a message only after StartExecution",
         "succeeded, and retries a throttled hand-over within the source queue's visibility timeout",
         '(docs/design.md, "Source queue: sizes, visibility timeout, duplicates").',
+    ])
+
+
+def _capacity(run: Run) -> str:
+    if run.capacity is None:
+        return "## 7. Under load, in the rehearsal\n\nNot measured in this run."
+    carried_rows = []
+    for measured, (_, region) in zip(run.capacity.carried, REGIONS, strict=True):
+        bucket, refill = quoted(region)
+        carried_rows.append([
+            measured.regions, f"{measured.at_once:,.0f} ({bucket:,.0f})", f"{measured.per_second:,.0f} ({refill:,.0f})",
+            f"{measured.transitions_per_order:.2f}",
+            f"{measured.transitions_per_second:,.0f} of {TRANSITIONS_PER_SECOND:,}",
+            f"{measured.lambda_concurrency:,.0f} of {LAMBDA_DEFAULT:,}", f"{measured.succeeded} of {measured.orders}"])
+    scenario_rows = []
+    for r in run.capacity.scenarios:
+        ended = ", ".join(f"{count} {place}" for place, count in r["where they ended"].items())
+        refused = [f"{r['throttled_starts']} starts"] if r["throttled_starts"] else []
+        refused += [f"{r['throttled_invocations']} invocations"] if r.get("throttled_invocations") else []
+        refused += [f"{r['transaction_conflicts']} conflicts"] if r.get("transaction_conflicts") else []
+        refused += [f"{r['partition_throttles']} partition throttles"] if r.get("partition_throttles") else []
+        scenario_rows.append([r["scenario"], r["reading"], r["orders"], ended, f"{r['slowest_seconds']:,}",
+                              f"{r['executions_per_order']:.2f}", f"{r['transitions_per_order']:.2f}",
+                              f"{r['usd_per_1m_orders']:.2f}", ", ".join(refused) or "none"])
+    return "\n".join([
+        "## 7. Under load, in the rehearsal",
+        "",
+        f"Run, not divided (bench/capacity.py): the order example under a sustained overload ({OVERLOAD.multiple:g} "
+        f"times the refill for {OVERLOAD.seconds:g} s) at {SCALE:g} of each Region class's StartExecution quota, the "
+        "pipe retrying throttled starts, read back from the executions' start times and scaled up again. In "
+        "brackets, the quota as service-quotas.html gives it. The state-transition quota and Lambda's concurrency "
+        f"are what the same rate needs: the transitions measured, and {INVOCATIONS_PER_ORDER} invocations of "
+        f"{FUNCTION_SECONDS:g} s an order against the account's default concurrency.",
+        "",
+        _table(["Regions", "started at once", "started a second after", "transitions per order",
+                "transitions a second at that rate", "Lambda concurrency at that rate", "orders succeeded"],
+               carried_rows, "lrrrrrr"),
+        "",
+        "Every load scenario of `make test` (demos/orders/load.py, SMALL and LIMITS_SMALL; docs/design.md, \"Under "
+        "load\"), each from a fresh deployment to the quiet end:",
+        "",
+        _table(["scenario", "reading", "orders", "where they ended", "slowest s", "executions / order",
+                "transitions / order", "USD per 1M", "refused"], scenario_rows, "llrlrrrrl"),
     ])

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: make the repository root importable (bench, offline, app)
     sys.path.insert(0, str(ROOT))
 
-from bench import cli_startup, coldstart, demo_run, idle, machine, overhead, paths, synth, throughput  # noqa: E402
+from bench import capacity, cli_startup, coldstart, demo_run, idle, machine, overhead, paths, synth, throughput  # noqa: E402
 from bench.report import Run, render  # noqa: E402
 from tests.support.mutation_table import carried_over  # noqa: E402
 
@@ -80,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from demos.catalog.modes import compare  # noqa: PLC0415
 
         modes_compared = compare(args.assembly, args.modes_products, seed=7)
+    _step("what the quotas carry, and every load scenario, in the rehearsal")
+    under_load = capacity.measure(args.assembly)
     _step("in-process synth: this app against a one-queue app")
     synth_times = synth.synth_times(args.synth_rounds)
     suite = None
@@ -88,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         suite = synth.run_suite()
 
     run = Run(host, results, paths.demo_mix(results), demo, cold, synth_times, levels, suite, cli, emulation, at_idle,
-              modes_compared, carrier=carrier_results)
+              modes_compared, carrier=carrier_results, capacity=under_load)
     run.seconds = time.perf_counter() - started
     run.commit_after = machine.commit()
     previous = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
