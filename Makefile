@@ -163,7 +163,8 @@ explore: install ## the interleaving explorer at its large bound: two faults per
 .PHONY: wide
 wide: install ## the wider searches that do not fit the suite: property tests at 5x their examples, the load scenarios at full length, both explorers' large bounds
 	FF_WIDE=1 $(RUN) pytest -p no:xdist -q tests/workflow/test_properties.py tests/handlers/test_saga_properties.py tests/unit/test_transaction_rollback.py
-	FF_WIDE=1 $(RUN) pytest -n 2 --dist loadfile -q tests/workflow/test_load.py tests/workflow/test_flash_sale.py
+	FF_WIDE=1 $(RUN) pytest -n 2 --dist loadfile -q tests/workflow/test_load.py tests/workflow/test_flash_sale.py \
+		tests/workflow/test_limits_under_load.py tests/healing/test_source_return_interleavings.py
 	$(MAKE) explore
 	$(MAKE) explore-healing
 

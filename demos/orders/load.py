@@ -178,23 +178,22 @@ FULL = (Scenario("sustained 10x, 10 min", 10, 600, scale=0.0001), Scenario("burs
         Scenario("flash sale 10x, 30 in stock", 10, 300, stock=30, scale=0.0001))
 
 # Lambda's concurrency and the SKU's item, the pipe retrying throttled starts (the reading changes only how the starts
-# are spread, which the scenarios above cover). A burst at 100 times the start rate with invocations of 2 s needs
-# 0.3 x 3 x 2 = 1.8 invocations running at once against a concurrency of one (the default 1,000 at 1/1000): Lambda is
-# overloaded until the backlog has started. The flash sale at 1/100 runs with StartExecution raised to 1,000 a second
-# (10 a second here): its reservations meet on the SKU's item (a transaction holds it for 0.05 s, an invocation takes
-# 0.1 s, so Lambda's 10 slots carry 100 invocations a second), and 10 reservations a second write 20 units a second
-# to the item's partition, which serves 10 (1,000 at 1/100).
-LIMITS_SMALL = (Scenario("Lambda overloaded: burst 100x, 2-s invocations", 100, 1, invocation_seconds=2,
+# are spread, which the scenarios above cover). The burst at 1/100 starts 13 orders at once (the bucket), then 3 a
+# second, each invocation taking 2 s against a concurrency of 10 (the default 1,000 at 1/100): 3 x 3 x 2 = 18 would
+# run at once, and the burst's first reservations alone need 13. The flash sale at 1/100 runs with StartExecution
+# raised to 1,000 a second (10 a second here): its reservations meet on the SKU's item (a transaction holds it for
+# 0.05 s, an invocation takes 0.1 s, so Lambda's 10 slots carry 100 invocations a second), and 10 reservations a
+# second write 20 units a second to the item's partition, which serves 10 (1,000 at 1/100).
+LIMITS_SMALL = (Scenario("Lambda exhausted: burst 10x, 2-s invocations", 10, 1, scale=0.01, invocation_seconds=2,
                          readings=(ThrottleReading.RETRIED,)),
                 Scenario("flash sale, 20 in stock, one hot item", 3, 1, stock=20, scale=0.01, invocation_seconds=0.1,
                          transaction_seconds=0.05, partition_writes=True, start_refill=1000,
                          readings=(ThrottleReading.RETRIED,)))
-LIMITS_FULL = (Scenario("Lambda overloaded: 10x for 60 s, 2-s invocations", 10, 60, invocation_seconds=2,
-                        readings=(ThrottleReading.RETRIED,)),
+LIMITS_FULL = (Scenario("Lambda exhausted: burst 10x for 3 s, 2-s invocations", 10, 3, scale=0.01,
+                        invocation_seconds=2, readings=(ThrottleReading.RETRIED,)),
                Scenario("flash sale, 60 in stock, one hot item", 3, 6, stock=60, scale=0.01, invocation_seconds=0.1,
                         transaction_seconds=0.05, partition_writes=True, start_refill=1000,
                         readings=(ThrottleReading.RETRIED,)))
-
 
 def main(argv: list[str]) -> int:
     """`python -m demos.orders.load [small|full] [assembly]`: each scenario in both readings, a JSON row each."""

@@ -1,8 +1,8 @@
 """The order example where Lambda's concurrency and DynamoDB's item contention decide, not only StartExecution
 (demos/orders/load.py, LIMITS_SMALL; LIMITS_FULL under `make wide`):
 
-- a burst that overloads Lambda: a concurrency of one (the default 1,000 at 1/1000) against invocations of 2 s, the
-  starts let through at 0.3 a second, so that 1.8 invocations would run at once while the backlog starts;
+- a burst that exhausts Lambda's concurrency: 10 slots (the default 1,000 at 1/100) against invocations of 2 s, 13
+  orders started at once (the StartExecution bucket at 1/100) and 3 a second after, so that 18 would run at once;
 - a flash sale on one hot item, StartExecution raised to 1,000 a second (1/100: 13 orders start at once, then 10 a
   second, invocations of 0.1 s): each reservation a transaction that holds the SKU's item for 0.05 s and writes two
   units to its partition, which serves 10 a second (1,000 at 1/100).
@@ -53,9 +53,9 @@ def reserved_units(outcome: Outcome) -> Counter[str]:
                     for item in outcome.tables["InventoryTableName"] if item["sku"] in seeded})
 
 
-def test_an_overloaded_lambda_throttles_and_every_order_still_succeeds_once(overload: Outcome) -> None:
+def test_an_exhausted_lambda_throttles_and_every_order_still_succeeds_once(overload: Outcome) -> None:
     result, limit = overload.result, OVERLOAD.concurrency
-    assert limit is not None and limit.limit == 1
+    assert limit is not None and limit.limit == 10
     assert overload.lambda_throttles > 0  # the concurrency bound: invocations were refused
     assert most_at_once(overload.invocations, OVERLOAD.invocation_seconds) <= limit.limit
     assert result.quiet and result.ledger.balanced

@@ -26,6 +26,8 @@ from fire_and_forget.rehearsal.faults import Fault, FaultKind
 from fire_and_forget.rehearsal.rehearsal import Execution, Rehearsal
 
 THROTTLE_ATTEMPTS = 10  # ff:retry throttleMaxAttempts in cdk.json: the throttle retrier's retries
+TRANSIENT_ATTEMPTS = 4  # ff:retry maxAttempts: the transient-error retrier's, a step's
+COMPENSATION_TRANSIENT_ATTEMPTS = 6  # ff:retry compensationMaxAttempts
 HAPPY = ["ReserveInventory", "ChargePayment", "ArrangeShipping"]
 # A failure that needs a person is recorded and announced; one the automatic redrive will retry is only recorded.
 TAIL = ["ClaimFailure", "HandleFailure", "AnnounceUnlessRetried", "FormatFailureAlert", "NotifyFailure",
@@ -99,6 +101,29 @@ def test_transient_failure_is_retried_with_capped_jittered_backoff_then_succeeds
         assert 0 <= wait.seconds <= min(30, 2 * 2**attempt)
         # The rehearsal keeps the interval the draw was made under, and prices a wait at the draw's mean.
         assert (wait.ceiling, wait.expected_seconds) == (min(30, 2 * 2**attempt), min(30, 2 * 2**attempt) / 2)
+
+
+@pytest.mark.parametrize("throttles", [TRANSIENT_ATTEMPTS + 1, THROTTLE_ATTEMPTS])
+def test_a_step_throttled_longer_than_other_transient_errors_are_retried_still_succeeds(aws: Rehearsal,
+                                                                                      throttles: int) -> None:
+    # Lambda's 429 says the function did not run: the throttle's own retrier waits it out past the transient
+    # retrier's four retries (statemachines/orders: the construct adds it in FIRE_AND_FORGET).
+    aws.faults.add(Fault("ChargePayment", FaultKind.THROTTLE, times=throttles))
+    order(aws)
+    execution = only(aws.run())
+    assert execution.states == HAPPY and execution.status == "SUCCEEDED"
+    assert len([w for w in aws.clock.for_execution(execution.arn) if w.state == "ChargePayment"]) == throttles
+
+
+def test_a_compensation_throttled_past_its_transient_retries_still_runs(aws: Rehearsal) -> None:
+    # ArrangeShipping refuses the order (a business error); RefundPayment is throttled more times than the
+    # compensations' transient retrier (6) allows, and still refunds: no manual repair, nothing charged.
+    aws.faults.add(Fault("RefundPayment", FaultKind.THROTTLE, times=COMPENSATION_TRANSIENT_ATTEMPTS + 2))
+    order(aws, OrderKind.UNSERVED)
+    execution = only(aws.run())
+    assert "RefundPayment" in execution.states and "CompensationFailed" not in execution.states
+    assert failure_record(aws)["manualRepair"] is False
+    assert all(p["status"] == "REFUNDED" for p in aws.items("PaymentsTableName") if p["pk"].startswith("ORDER#"))
 
 
 @pytest.mark.parametrize(
