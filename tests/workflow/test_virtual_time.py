@@ -8,13 +8,16 @@ import random
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from moto.stepfunctions.parser.asl.component.program import program
 
 from demos.orders.samples import OrderKind, make_order
+from fire_and_forget.rehearsal import MAX_IN_FLIGHT
 from fire_and_forget.rehearsal.faults import Fault, FaultKind
 from fire_and_forget.rehearsal.lambda_runtime import TIMED_OUT_ERROR
+from fire_and_forget.rehearsal.pipe import PipeEmulator
 from fire_and_forget.rehearsal.rehearsal import Rehearsal
 
 FUNCTION_TIMEOUT = 25  # seconds: the order saga's Lambda timeout (the Task's 30 s less 5)
@@ -118,3 +121,22 @@ def test_the_clock_moves_only_once_the_interpreter_is_quiet(cloud_assembly: Path
         assert described["status"] == "TIMED_OUT"
         assert described["stopDate"] == start + timedelta(seconds=1)
         aws.release_held()
+
+
+
+def test_a_full_pipe_stops_draining_when_every_execution_in_flight_waits_on_the_clock() -> None:
+    # The pipe pauses while MAX_IN_FLIGHT executions run; when all of them wait on the clock (an invocation's
+    # duration, a Retry wait), none ends until the clock moves, which the caller of drain() does: waiting there
+    # never ended (the load scenarios at full length, with invocations that take time on the clock).
+    asked = 0
+
+    def in_flight() -> int:
+        nonlocal asked
+        asked += 1
+        if asked > 50:
+            raise AssertionError("the drain waits for executions that wait on the clock")
+        return MAX_IN_FLIGHT
+
+    pipe = SimpleNamespace(requeued=True)
+    PipeEmulator.drain(pipe, in_flight=in_flight, max_in_flight=MAX_IN_FLIGHT, stalled=lambda: True)  # type: ignore[arg-type]
+    assert asked == 1 and pipe.requeued is False

@@ -276,17 +276,20 @@ class PipeEmulator:
         return messages
 
     def drain(self, max_polls: int = 100_000, in_flight: Callable[[], int] | None = None,
-              max_in_flight: int = 0) -> None:
+              max_in_flight: int = 0, stalled: Callable[[], bool] = lambda: False) -> None:
         """Poll until the source queue has nothing visible left.
 
-        With `max_in_flight`, polling pauses while that many executions are running. The rehearsal runs every
-        Lambda invocation of every execution on one interpreter, one at a time, so hundreds of executions at once
-        would queue for the handlers long enough to hit the Tasks' real TimeoutSeconds, which AWS, running the
-        invocations side by side, would not.
+        With `max_in_flight`, polling pauses while that many executions are running: the rehearsal runs every
+        Lambda invocation of every execution on one interpreter, one at a time, and hundreds of executions at once
+        only make each of them slower. When they all wait on the clock (`stalled`: a Retry wait, an invocation's
+        duration), nothing ends until the clock moves, so the drain stops there and the rest waits in the queue for
+        the next stop of the clock.
         """
         self.requeued = False
         for _ in range(max_polls):
             while max_in_flight and in_flight is not None and in_flight() >= max_in_flight:
+                if stalled():
+                    return
                 time.sleep(0.02)
             if self.poll() == 0:
                 if not self._late:

@@ -50,9 +50,7 @@ class Quota:
 
     def scaled(self, factor: float) -> Quota:
         """The same shape `factor` times as large (0.01: a hundredth); a bucket holds at least one call."""
-        if factor <= 0:
-            raise ValueError(f"a quota's scale is positive, not {factor}")
-        return Quota(f"{self.name} x{factor:g}", max(1.0, self.bucket * factor), self.refill_per_second * factor,
+        return Quota(_scaled_name(self.name, factor), max(1.0, self.bucket * factor), self.refill_per_second * factor,
                      self.source)
 
 
@@ -109,9 +107,14 @@ class Concurrency:
 
     def scaled(self, factor: float) -> Concurrency:
         """The same limit `factor` times as large, rounded down; at least one invocation runs."""
-        if factor <= 0:
-            raise ValueError(f"a quota's scale is positive, not {factor}")
-        return Concurrency(f"{self.name} x{factor:g}", max(1, math.floor(self.limit * factor + 1e-9)), self.source)
+        return Concurrency(_scaled_name(self.name, factor), max(1, math.floor(self.limit * factor + 1e-9)),
+                           self.source)
+
+
+def _scaled_name(name: str, factor: float) -> str:
+    if factor <= 0:
+        raise ValueError(f"a quota's scale is positive, not {factor}")
+    return f"{name} x{factor:g}"
 
 
 def partition_write_quota() -> Quota:

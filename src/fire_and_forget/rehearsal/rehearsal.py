@@ -327,7 +327,8 @@ class Rehearsal:
 
     def drain(self) -> None:
         """Hand everything in the source queue to the workflow, at most MAX_IN_FLIGHT executions at a time."""
-        self.pipe.drain(in_flight=lambda: len(self.running()), max_in_flight=MAX_IN_FLIGHT)
+        self.pipe.drain(in_flight=lambda: len(self.running()), max_in_flight=MAX_IN_FLIGHT,
+                        stalled=self.interpreter_time.quiet)
 
     def running(self) -> set[str]:
         """ARNs of the workflow's executions still running, read from the emulator's own records: the rehearsal asks
