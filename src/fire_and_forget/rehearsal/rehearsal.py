@@ -53,8 +53,8 @@ from fire_and_forget.rehearsal.sqs_time import install_sqs_on_the_clock
 from fire_and_forget.runtime.outputs import Output
 
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
-# Executions the rehearsal lets run at once (see PipeEmulator.drain): enough for real interleaving, few enough that
-# no invocation waits near a Task's 30 s timeout for the one interpreter that runs every handler.
+# Executions the rehearsal lets run at once (see PipeEmulator.drain): enough for real interleaving; more only make each
+# slower, as one interpreter runs every handler (timeouts run on the virtual clock, so none trips because of it).
 MAX_IN_FLIGHT = 40
 # How many times `run` goes round pipe -> executions -> status-change events -> event source mappings before it gives
 # up: each round exists only because the previous one's consumers (a reconciler) queued or started more work.
