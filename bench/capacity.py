@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.ceiling import QUOTAS
 from demos.orders.load import LIMITS_SMALL, SMALL, Scenario, row, run
 from fire_and_forget.rehearsal import ThrottleReading, lambda_concurrency_quota, start_execution_quota
 
 SCALE = 0.01  # 1/100: a bucket of 13 (8 elsewhere), refilled at 3 a second (1.5)
 OVERLOAD = Scenario("capacity: sustained 10x", 10, 5, scale=SCALE, readings=(ThrottleReading.RETRIED,))
 REGIONS = (("us-east-1, us-west-2, eu-west-1", "us-east-1"), ("every other Region", "ap-northeast-1"))
-# State transitions a second, sustained, in the Regions with the larger StartExecution bucket (service-quotas.html).
-TRANSITIONS_PER_SECOND = 1500
+# State transitions a second, sustained (the same in every Region class: bench/ceiling.py).
+TRANSITIONS_PER_SECOND = QUOTAS[0].transitions_per_second
+LAMBDA_DEFAULT = lambda_concurrency_quota().limit  # the account's concurrency, against what the rate needs
 FUNCTION_SECONDS = 0.1  # a typical invocation of the order example's handlers, for the concurrency it needs
 INVOCATIONS_PER_ORDER = 3  # a healthy order: ReserveInventory, ChargePayment, ArrangeShipping
 
@@ -76,6 +78,3 @@ def quoted(region: str) -> tuple[float, float]:
     """The documented bucket and refill of StartExecution in `region`, to print beside what was measured."""
     quota = start_execution_quota(region)
     return quota.bucket, quota.refill_per_second
-
-
-LAMBDA_DEFAULT = lambda_concurrency_quota().limit

@@ -138,11 +138,11 @@ def run(assembly: Path, scenario: Scenario, reading: ThrottleReading, *, region:
         outcome.bodies = dict(zip(sent, made, strict=True))
         outcome.tables = {name: aws.items(name) for name in BOOKS}
         if scenario.stock is not None:
-            (item,) = [i for i in aws.items("InventoryTableName") if i["sku"] == FLASH_SKU]
+            (item,) = [i for i in outcome.tables["InventoryTableName"] if i["sku"] == FLASH_SKU]
             outcome.left = int(item["available"])
             outcome.sold = scenario.stock - outcome.left
-            outcome.charged = sum(1 for p in aws.items("PaymentsTableName") if p.get("status") == "CHARGED")
-        outcome.lambda_throttles = sum(aws.runtime.throttled.values())
+            outcome.charged = sum(1 for p in outcome.tables["PaymentsTableName"] if p.get("status") == "CHARGED")
+        outcome.lambda_throttles = aws.runtime.slots.refused if aws.runtime.slots is not None else 0
         outcome.conflicts = aws.contention.conflicts if aws.contention is not None else 0
         outcome.partition_throttles = aws.contention.throttled if aws.contention is not None else 0
         outcome.invocations = list(aws.runtime.invocations)

@@ -219,7 +219,7 @@ def apply_settings(definition: dict[str, Any], settings: PipelineSettings, compe
     With `throttles_apart` (FIRE_AND_FORGET) and `retry.throttleMaxAttempts` above 0, Lambda's throttle leaves the
     transient-error retrier for a retrier of its own after it: `throttleMaxAttempts` attempts, backoff capped at
     `throttleMaxDelaySeconds`, the same interval, rate and FULL jitter (Step Functions takes the first retrier whose
-    ErrorEquals names the error, and now only one does).
+    ErrorEquals names the error, so only one does).
     """
     definition["TimeoutSeconds"] = settings.execution_timeout_minutes * 60 if timeout_seconds is None \
         else timeout_seconds

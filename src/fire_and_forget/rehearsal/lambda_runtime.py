@@ -12,7 +12,6 @@ import threading
 import time
 import traceback
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -89,7 +88,6 @@ class LambdaRuntime:
         # callers (event source mappings, schedules) go on at once while the slot stays held.
         self.slots = slots
         self._waits_here = waits_here
-        self.throttled: Counter[str] = Counter()  # task -> invocations refused because every slot was held
         self._serial = 0  # counts invocations, so that a handler's calls can tell which invocation made them
         self._lock = threading.RLock()  # one invocation at a time: handlers read their settings from os.environ
         self._original_invoke: Any = None
@@ -139,11 +137,12 @@ class LambdaRuntime:
         if fault is FaultKind.HANG:
             return self._held(function, task, event, response_headers)
         clock, slots = self._clock, self.slots
-        started_at = clock.now() if clock is not None else None
-        if clock is None or slots is None:
+        if clock is None:
+            return self._run(function, task, event, fault, response_headers)
+        started_at = clock.now()
+        if slots is None:
             return self._run(function, task, event, fault, response_headers, started_at)
-        if not slots.take(clock.now()):
-            self.throttled[task] += 1
+        if not slots.take(started_at):  # counted in slots.refused
             raise _LambdaServiceError("TooManyRequestsException", 429,
                                       "Rate Exceeded. Reason: ConcurrentInvocationLimitExceeded")
         try:

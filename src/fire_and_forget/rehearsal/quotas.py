@@ -76,6 +76,10 @@ class TokenBucket:
         elapsed = max(0.0, (now - self._at).total_seconds())
         return min(self.quota.bucket, self._tokens + elapsed * self.quota.refill_per_second)
 
+    def has(self, now: datetime, tokens: float = 1) -> bool:
+        """Whether a call that costs `tokens` would be let through at `now` (nothing is taken)."""
+        return self.tokens(now) >= tokens * _WHOLE
+
     def take(self, now: datetime, tokens: float = 1) -> bool:
         """One call at `now` that costs `tokens`: True, and that many tokens less, if the bucket has them; False
         (throttled) otherwise."""

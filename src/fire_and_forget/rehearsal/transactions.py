@@ -82,26 +82,24 @@ class ItemContention:
                 self.conflicts += 1
                 raise TransactionCanceledException(
                     [("TransactionConflict", CONFLICT_MESSAGE, None) if b else (None, None, None) for b in busy])
-            short = [key is not None and self._short(key, now) for key in keys]
+            buckets = [self._bucket(key, now) if key is not None else None for key in keys]
+            short = [bucket is not None and not bucket.has(now, TRANSACTIONAL_WRITE_UNITS) for bucket in buckets]
             if any(short):
                 self.throttled += 1
                 raise TransactionCanceledException(
                     [("ThrottlingError", THROTTLED_MESSAGE, None) if s else (None, None, None) for s in short])
             until = now + timedelta(seconds=self.seconds)
-            for key in keys:
-                if key is None:
-                    continue
-                if self.seconds:
+            for key, bucket in zip(keys, buckets, strict=True):
+                if key is not None and self.seconds:
                     self._held[key] = (until, owner)
-                if key in self._buckets:
-                    self._buckets[key].take(now, TRANSACTIONAL_WRITE_UNITS)
+                if bucket is not None:
+                    bucket.take(now, TRANSACTIONAL_WRITE_UNITS)
 
-    def _short(self, key: _ItemKey, now: datetime) -> bool:
-        """Whether the item's partition lacks the write units of one transactional write now."""
+    def _bucket(self, key: _ItemKey, now: datetime) -> TokenBucket | None:
+        """The write units the item's partition has left (None: partitions are not modelled)."""
         if self._partition_writes is None:
-            return False
-        bucket = self._buckets.setdefault(key, TokenBucket(self._partition_writes, now))
-        return bucket.tokens(now) < TRANSACTIONAL_WRITE_UNITS * (1 - 1e-9)
+            return None
+        return self._buckets.setdefault(key, TokenBucket(self._partition_writes, now))
 
     def _busy(self, key: _ItemKey, now: datetime, owner: int) -> bool:
         held = self._held.get(key)
